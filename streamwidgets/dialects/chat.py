@@ -1,0 +1,211 @@
+"""OpenAI Chat Completions chunks, with every OpenAI-compatible provider's extras.
+
+One translator reads all variants: the field names differ (`reasoning_content` / `reasoning` /
+Mistral's content arrays), but they never conflict, so accepting every common spelling is both
+simpler and safer than branching on the provider. Each rule below names who needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Optional
+
+from .._json import loads
+from ..errors import error_from_object
+from ..events import (
+    Event,
+    Finish,
+    Problem,
+    ReasoningDelta,
+    RefusalDelta,
+    SourcesFound,
+    Started,
+    Terminator,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+from ..sse import ServerSentEvent
+from ._common import string, ThinkSplitter, count, number, parse_object, source, sources_from, sub
+
+__all__ = ["ChatDialect", "chat_usage"]
+
+
+def chat_usage(usage: Mapping[str, Any]) -> Usage:
+    """formats.md usage table, chat column (DeepSeek / Perplexity / OpenRouter / Engy fallbacks)."""
+    prompt = count(usage.get("prompt_tokens"))
+    completion = count(usage.get("completion_tokens"))
+    total = count(usage.get("total_tokens"))
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    cached = count(sub(usage, "prompt_tokens_details").get("cached_tokens"))
+    if cached is None:
+        cached = count(usage.get("prompt_cache_hit_tokens"))  # DeepSeek
+    reasoning = count(sub(usage, "completion_tokens_details").get("reasoning_tokens"))
+    if reasoning is None:
+        reasoning = count(usage.get("reasoning_tokens"))  # Perplexity
+    raw_cost = usage.get("cost")
+    cost = number(raw_cost)  # OpenRouter credits, Engy
+    if cost is None and isinstance(raw_cost, Mapping):
+        cost = number(raw_cost.get("total_cost"))  # Perplexity
+    return Usage(prompt, completion, total, cached, reasoning, cost)
+
+
+class ChatDialect:
+    """Translate chat-completion chunks. Stateful only where the wire is: index-less tool calls,
+    Perplexity's repeated source lists, and the optional `<think>` splitter."""
+
+    name = "chat"
+
+    def __init__(self, *, think_tags: bool = False) -> None:
+        self._think = ThinkSplitter() if think_tags else None
+        self._started = False
+        self._tool_key: Any = None  # the call index-less fragments extend (Gemini, Mistral)
+        self._auto_calls = 0
+        self._seen_sources = 0  # Perplexity resends its lists on every chunk
+
+    def translate(self, sse: ServerSentEvent) -> list[Event]:
+        data = sse.data
+        if data == "[DONE]" or (data[:1] != "{" and data.strip() == "[DONE]"):
+            return self._end([Terminator()])
+        obj, problem = parse_object(data, loads)
+        if obj is None:
+            return [Problem(problem)]  # type: ignore[arg-type]
+        out: list[Event] = []
+        if not self._started and (obj.get("model") or obj.get("id")):
+            self._started = True
+            out.append(Started(string(obj.get("model")), string(obj.get("id"))))
+        if sse.event == "error" or obj.get("error") is not None:
+            # OpenAI, vLLM, OpenRouter, Engy, Vultr chunks; everyais `event: error`.
+            out.append(error_from_object(obj))
+        if obj.get("object") == "venym.sources":
+            found = sources_from(obj.get("sources") or ())
+            if found:
+                out.append(SourcesFound(tuple(found)))
+            return out
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            if isinstance(choice, Mapping):
+                self._choice(choice, out)
+            else:
+                out.append(Problem("a chunk's choice was not an object and was skipped"))
+        usage = obj.get("usage")
+        if isinstance(usage, Mapping):
+            out.append(UsageReport(chat_usage(usage)))
+        if "search_results" in obj or "citations" in obj:
+            self._perplexity_sources(obj, out)
+        if obj.get("object") == "chat.completion.done":  # Perplexity's terminator: no [DONE] follows
+            return self._end(out + [Terminator()])
+        return out
+
+    def finish(self) -> list[Event]:
+        """End of stream: release text held back by the `<think>` splitter."""
+        return self._think.flush() if self._think is not None else []
+
+    # ------------------------------------------------------------------ parts
+
+    def _end(self, out: list[Event]) -> list[Event]:
+        return self.finish() + out
+
+    def _choice(self, choice: Mapping[str, Any], out: list[Event]) -> None:
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            delta = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        if delta:
+            content = delta.get("content")
+            if isinstance(content, str):
+                if content:
+                    self._text(content, out)
+            elif isinstance(content, list):
+                self._content_parts(content, out)
+            reasoning = delta.get("reasoning_content")
+            if not isinstance(reasoning, str):
+                reasoning = delta.get("reasoning")
+            if isinstance(reasoning, str):
+                if reasoning:
+                    out.append(ReasoningDelta(reasoning))
+            elif isinstance(delta.get("reasoning_details"), list):
+                # OpenRouter sends the details array next to the string; alone, it is the reasoning.
+                for detail in delta["reasoning_details"]:
+                    if isinstance(detail, Mapping):
+                        text = detail.get("text") or detail.get("summary")
+                        if isinstance(text, str) and text:
+                            out.append(ReasoningDelta(text))
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                out.append(RefusalDelta(refusal))
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                for call in calls:
+                    if isinstance(call, Mapping):
+                        out.append(self._tool_call(call))
+            annotations = delta.get("annotations")
+            if isinstance(annotations, list):
+                found = []
+                for note in annotations:
+                    if isinstance(note, Mapping):
+                        detail = note.get("url_citation")
+                        detail = detail if isinstance(detail, Mapping) else note
+                        s = source(detail.get("url"), detail.get("title"))
+                        if s is not None:
+                            found.append(s)
+                if found:
+                    out.append(SourcesFound(tuple(found)))
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            out.append(Finish(reason))
+
+    def _text(self, text: str, out: list[Event]) -> None:
+        if self._think is None:
+            out.append(TextDelta(text))
+        else:
+            out.extend(self._think.feed(text))
+
+    def _content_parts(self, parts: list, out: list[Event]) -> None:
+        """Mistral Magistral: `{type: text}` parts are answer, `{type: thinking}` parts hold reasoning."""
+        for part in parts:
+            if not isinstance(part, Mapping):
+                continue
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str):
+                if part["text"]:
+                    self._text(part["text"], out)
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                items = inner if isinstance(inner, list) else [{"text": inner}]
+                for item in items:
+                    text = item.get("text") if isinstance(item, Mapping) else None
+                    if isinstance(text, str) and text:
+                        out.append(ReasoningDelta(text))
+
+    def _tool_call(self, call: Mapping[str, Any]) -> ToolCallDelta:
+        function = sub(call, "function")
+        index = call.get("index")
+        call_id = string(call.get("id"))
+        if isinstance(index, int) and not isinstance(index, bool):
+            key: Any = index
+        elif call_id is not None or self._tool_key is None:
+            # Gemini / Mistral send no index: a fragment with an id starts a new call.
+            self._auto_calls += 1
+            key = ("auto", self._auto_calls)
+        else:
+            key = self._tool_key
+        self._tool_key = key
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)  # an object where a string belongs
+        return ToolCallDelta(key, call_id, string(function.get("name")), arguments or "")
+
+    def _perplexity_sources(self, obj: Mapping[str, Any], out: list[Event]) -> None:
+        """`search_results` (with titles) win over the bare-URL `citations` list."""
+        results = obj.get("search_results")
+        items = results if isinstance(results, list) and results else obj.get("citations")
+        if not isinstance(items, list) or len(items) <= self._seen_sources:
+            return
+        found = sources_from(items)
+        self._seen_sources = len(items)
+        if found:
+            out.append(SourcesFound(tuple(found)))
+

@@ -1,0 +1,118 @@
+"""Anthropic Messages events: indexed content blocks that are opened, appended to and closed.
+
+The only state is what the wire demands: each block's type (a `partial_json` delta belongs to
+a client tool call only inside a `tool_use` block) and the usage so far (`message_delta` usage
+replaces the fields it carries).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .._json import loads
+from ..errors import error_from_object
+from ..events import (
+    Event,
+    Finish,
+    Heartbeat,
+    Problem,
+    ReasoningDelta,
+    SourcesFound,
+    Started,
+    Terminator,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+from ..sse import ServerSentEvent
+from ._common import count, parse_object, source, string, sub
+
+__all__ = ["MessagesDialect", "messages_usage"]
+
+
+def messages_usage(usage: Mapping[str, Any]) -> Usage:
+    """Anthropic counts cache reads and writes apart from `input_tokens`; the prompt is their sum."""
+    inputs = count(usage.get("input_tokens"))
+    created = count(usage.get("cache_creation_input_tokens"))
+    read = count(usage.get("cache_read_input_tokens"))
+    prompt = None if inputs is None and created is None and read is None else (inputs or 0) + (created or 0) + (read or 0)
+    completion = count(usage.get("output_tokens"))
+    total = prompt + completion if prompt is not None and completion is not None else None
+    return Usage(prompt, completion, total, read, None, None)
+
+
+class MessagesDialect:
+    name = "messages"
+
+    def __init__(self) -> None:
+        self._blocks: dict[Any, str] = {}
+        self._usage: dict[str, Any] = {}
+
+    def translate(self, sse: ServerSentEvent) -> list[Event]:
+        obj, problem = parse_object(sse.data, loads)
+        if obj is None:
+            return [Problem(problem)]  # type: ignore[arg-type]
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            kind = sse.event
+        if kind == "content_block_delta":
+            return self._delta(obj.get("index"), sub(obj, "delta"))
+        if kind == "content_block_start":
+            return self._start(obj.get("index"), sub(obj, "content_block"))
+        if kind == "ping":
+            return [Heartbeat("ping")]
+        if kind == "message_start":
+            message = sub(obj, "message")
+            out: list[Event] = [Started(string(message.get("model")), string(message.get("id")))]
+            return out + self._merge_usage(sub(message, "usage"))
+        if kind == "message_delta":
+            out = []
+            reason = sub(obj, "delta").get("stop_reason")
+            if isinstance(reason, str) and reason:
+                out.append(Finish(reason))
+            return out + self._merge_usage(sub(obj, "usage"))
+        if kind == "message_stop":
+            return [Terminator()]
+        if kind == "error":
+            return [error_from_object(obj)]
+        return []  # content_block_stop, unknown future events
+
+    def finish(self) -> list[Event]:
+        return []
+
+    def _start(self, index: Any, block: Mapping[str, Any]) -> list[Event]:
+        kind = block.get("type")
+        self._blocks[index] = kind if isinstance(kind, str) else ""
+        if kind == "tool_use":
+            return [ToolCallDelta(("block", index), string(block.get("id")), string(block.get("name")))]
+        if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+            return [TextDelta(block["text"])]
+        if kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
+            return [ReasoningDelta(block["thinking"])]
+        return []  # server_tool_use / web_search_tool_result run on the provider's side
+
+    def _delta(self, index: Any, delta: Mapping[str, Any]) -> list[Event]:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            return [TextDelta(text)] if isinstance(text, str) and text else []
+        if kind == "thinking_delta":
+            text = delta.get("thinking")
+            return [ReasoningDelta(text)] if isinstance(text, str) and text else []
+        if kind == "input_json_delta":
+            partial = delta.get("partial_json")
+            if self._blocks.get(index) == "tool_use" and isinstance(partial, str) and partial:
+                return [ToolCallDelta(("block", index), arguments=partial)]
+            return []
+        if kind == "citations_delta":
+            citation = sub(delta, "citation")
+            s = source(citation.get("url"), citation.get("title"))
+            return [SourcesFound((s,))] if s is not None else []
+        return []  # signature_delta is opaque, never text
+
+    def _merge_usage(self, usage: Mapping[str, Any]) -> list[Event]:
+        if not usage:
+            return []
+        self._usage.update((k, v) for k, v in usage.items() if v is not None)
+        return [UsageReport(messages_usage(self._usage))]

@@ -1,0 +1,152 @@
+"""OpenAI Responses API events (`response.*`), with or without `event:` lines.
+
+The event type is read from the JSON `type` (some proxies send bare `data:` lines), falling
+back to the SSE event name. Output items are tracked only as far as the wire needs: which items
+are function calls, and whether their arguments already arrived as deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from .._json import loads
+from ..errors import error_from_object
+from ..events import (
+    Event,
+    Finish,
+    Heartbeat,
+    Problem,
+    ReasoningDelta,
+    RefusalDelta,
+    SourcesFound,
+    Started,
+    Terminator,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+from ..sse import ServerSentEvent
+from ._common import string, count, parse_object, source, sub
+
+__all__ = ["ResponsesDialect", "responses_usage"]
+
+
+def responses_usage(usage: Mapping[str, Any]) -> Usage:
+    prompt = count(usage.get("input_tokens"))
+    completion = count(usage.get("output_tokens"))
+    total = count(usage.get("total_tokens"))
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    return Usage(
+        prompt,
+        completion,
+        total,
+        count(sub(usage, "input_tokens_details").get("cached_tokens")),
+        count(sub(usage, "output_tokens_details").get("reasoning_tokens")),
+        None,
+    )
+
+
+_TEXT = {
+    "response.output_text.delta": TextDelta,
+    "response.reasoning_summary_text.delta": ReasoningDelta,
+    "response.reasoning_text.delta": ReasoningDelta,  # raw reasoning (open-weight models via vLLM)
+    "response.refusal.delta": RefusalDelta,
+}
+
+
+class ResponsesDialect:
+    name = "responses"
+
+    def __init__(self) -> None:
+        self._calls: dict[str, bool] = {}  # function-call item id -> arguments seen as deltas
+        self._started = False
+
+    def translate(self, sse: ServerSentEvent) -> list[Event]:
+        data = sse.data
+        if data.strip() == "[DONE]":
+            return []  # some proxies add it after the terminal event; it proves nothing
+        obj, problem = parse_object(data, loads)
+        if obj is None:
+            return [Problem(problem)]  # type: ignore[arg-type]
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            kind = sse.event
+        make = _TEXT.get(kind)
+        if make is not None:
+            delta = obj.get("delta")
+            return [make(delta)] if isinstance(delta, str) and delta else []
+        if kind == "response.function_call_arguments.delta":
+            item = string(obj.get("item_id"))
+            delta = obj.get("delta")
+            if item is None or not isinstance(delta, str):
+                return []
+            self._calls[item] = True
+            return [ToolCallDelta(item, arguments=delta)]
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            return self._item(obj.get("item"), kind.endswith("added"))
+        if kind == "response.function_call_arguments.done":
+            item = string(obj.get("item_id"))
+            if item is not None and not self._calls.get(item) and isinstance(obj.get("arguments"), str):
+                self._calls[item] = True  # no deltas came: the full string is the arguments
+                return [ToolCallDelta(item, arguments=obj["arguments"])]
+            return []
+        if kind == "response.output_text.annotation.added":
+            note = sub(obj, "annotation")
+            s = source(note.get("url"), note.get("title")) if note.get("type", "url_citation") == "url_citation" else None
+            return [SourcesFound((s,))] if s is not None else []
+        if kind in ("response.created", "response.in_progress"):
+            return self._started_event(sub(obj, "response"))
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            return self._terminal(kind, sub(obj, "response"))
+        if kind == "error":
+            return [error_from_object(obj)]
+        if kind == "keepalive":
+            return [Heartbeat(kind)]
+        return []
+
+    def finish(self) -> list[Event]:
+        return []
+
+    def _started_event(self, response: Mapping[str, Any]) -> list[Event]:
+        if self._started:
+            return []
+        self._started = True
+        return [Started(string(response.get("model")), string(response.get("id")))]
+
+    def _item(self, item: Any, added: bool) -> list[Event]:
+        if not isinstance(item, Mapping) or item.get("type") != "function_call":
+            return []  # messages, reasoning, web_search_call (provider-executed) are no tool calls
+        item_id = string(item.get("id")) or string(item.get("call_id"))
+        if item_id is None:
+            return []
+        known = item_id in self._calls
+        if added or not known:
+            self._calls.setdefault(item_id, False)
+            arguments = item.get("arguments") if isinstance(item.get("arguments"), str) else ""
+            if arguments:
+                self._calls[item_id] = True
+            return [ToolCallDelta(item_id, string(item.get("call_id")), string(item.get("name")), arguments)]
+        if not self._calls[item_id] and isinstance(item.get("arguments"), str) and item["arguments"]:
+            self._calls[item_id] = True
+            return [ToolCallDelta(item_id, arguments=item["arguments"])]
+        return []
+
+    def _terminal(self, kind: str, response: Mapping[str, Any]) -> list[Event]:
+        out: list[Event] = self._started_event(response)
+        if kind == "response.failed":
+            error = response.get("error")
+            out.append(error_from_object(error if isinstance(error, Mapping) else {"message": "the response failed"}))
+            out.append(Finish("failed"))
+        elif kind == "response.incomplete":
+            reason = sub(response, "incomplete_details").get("reason")
+            out.append(Finish(reason if isinstance(reason, str) and reason else "incomplete"))
+        else:
+            out.append(Finish("completed"))
+        usage = response.get("usage")
+        if isinstance(usage, Mapping):
+            out.append(UsageReport(responses_usage(usage)))
+        out.append(Terminator())
+        return out
+

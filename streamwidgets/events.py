@@ -1,0 +1,152 @@
+"""The normalized events: the small vocabulary every wire dialect is translated into.
+
+A dialect turns one Server-Sent Event into zero or more of these; `StreamState` folds them.
+They are plain frozen dataclasses so that a stream can be compared, logged and replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+__all__ = [
+    "Source",
+    "Usage",
+    "TextDelta",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "SourcesFound",
+    "ToolCallDelta",
+    "UsageReport",
+    "Finish",
+    "ErrorEvent",
+    "Terminator",
+    "Heartbeat",
+    "Started",
+    "Problem",
+    "Event",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A cited web source. `title` is None when the provider gave only a URL."""
+
+    url: str
+    title: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage as the provider reported it. A field it did not report is None; a reported 0 stays 0."""
+
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    total_tokens: Optional[int] = None
+    cached_tokens: Optional[int] = None
+    reasoning_tokens: Optional[int] = None
+    cost: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class RefusalDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class SourcesFound:
+    """Sources in order of appearance; the state de-duplicates by URL (first title wins)."""
+
+    sources: tuple[Source, ...]
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A fragment of a client-executed tool call.
+
+    `key` groups fragments into one call (chat `index`, a Responses item id, a Messages block
+    index, or a key the dialect invented for index-less providers). `id` and `name` are set on
+    the fragment that carries them; `arguments` is appended verbatim.
+    """
+
+    key: Union[int, str]
+    id: Optional[str] = None
+    name: Optional[str] = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """The latest usage; it replaces any earlier report (providers resend cumulative usage)."""
+
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The provider's own terminal reason, verbatim (never None: a null reason is no event)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """An error signal inside the stream (or the body of a non-2xx response)."""
+
+    message: str
+    code: Union[str, int, None] = None
+    http_status: Optional[int] = None
+    retry_after: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Terminator:
+    """The dialect's proper end was seen: `[DONE]`, `response.completed`, `message_stop`..."""
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """An SSE comment or a ping event: no data, but the server is alive."""
+
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Started:
+    """What the stream says about itself: the model that answers and the response id."""
+
+    model: Optional[str] = None
+    response_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Input that could not be understood (bad JSON, wrong shape). Kept as a warning, never raised."""
+
+    message: str
+
+
+Event = Union[
+    TextDelta,
+    ReasoningDelta,
+    RefusalDelta,
+    SourcesFound,
+    ToolCallDelta,
+    UsageReport,
+    Finish,
+    ErrorEvent,
+    Terminator,
+    Heartbeat,
+    Started,
+    Problem,
+]

@@ -1,0 +1,170 @@
+"""An incremental Server-Sent Events decoder, exact to the WHATWG HTML parsing rules.
+
+Sans-IO: bytes in, events out. `feed()` returns the events that the bytes complete, so an event
+is never held back waiting for more input; `close()` ends the stream. Total work is linear in
+the input however it is split (a partial line is kept as a list of pieces, joined once).
+
+Beyond the standard it keeps what higher layers need: the comment lines (heartbeats such as
+`: keep-alive`), and at close what an unterminated final block held, so that a chat stream ending
+in `data: [DONE]\\n` without its blank line can still count as complete.
+
+Spec: https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import NamedTuple, Optional
+
+__all__ = ["ServerSentEvent", "SSEDecoder"]
+
+
+class ServerSentEvent(NamedTuple):
+    """One dispatched event. `id` is the last event ID (None until one was set)."""
+
+    event: str = "message"
+    data: str = ""
+    id: Optional[str] = None
+    retry: Optional[int] = None
+
+
+_new_event = tuple.__new__
+
+
+class SSEDecoder:
+    """Decode a `text/event-stream` body incrementally.
+
+    >>> d = SSEDecoder()
+    >>> d.feed(b"data: he") + d.feed(b"llo\\n\\n")
+    [ServerSentEvent(event='message', data='hello', id=None, retry=None)]
+    """
+
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._started = False  # a BOM is only stripped at the very start of the stream
+        self._skip_lf = False  # the previous chunk ended in CR: a leading LF completes CRLF
+        self._partial: list[str] = []  # pieces of the line not yet ended
+        # The block being built (reset at each blank line, except the last event id).
+        self._data: list[str] = []
+        self._event = ""
+        self._retry: Optional[int] = None
+        self._last_id: Optional[str] = None
+        #: Comment lines (heartbeats) seen and not yet taken, without the leading colon.
+        self.comments: list[str] = []
+        #: Field lines the spec ignores, as (name, value), not yet taken — llama.cpp once sent `error:`.
+        self.unknown_fields: list[tuple[str, str]] = []
+        self.comment_count = 0
+        #: The reconnection time the stream asked for (last valid `retry:`), in ms.
+        self.retry: Optional[int] = None
+        #: Set by `close()`: what an unterminated final block held (it is never dispatched).
+        self.unterminated: Optional[ServerSentEvent] = None
+        self.closed = False
+
+    @property
+    def last_event_id(self) -> Optional[str]:
+        return self._last_id
+
+    def take_comments(self) -> list[str]:
+        """The comment lines seen since the last call (without the leading colon)."""
+        comments, self.comments = self.comments, []
+        return comments
+
+    def take_unknown_fields(self) -> list[tuple[str, str]]:
+        fields, self.unknown_fields = self.unknown_fields, []
+        return fields
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """Decode more bytes; return the events they complete."""
+        if self.closed:
+            raise RuntimeError("feed() after close()")
+        return self._text(self._utf8.decode(data))
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of stream: return what the last bytes complete; keep an unfinished block in `unterminated`."""
+        if self.closed:
+            return []
+        events = self._text(self._utf8.decode(b"", True))
+        self.closed = True
+        tail = "".join(self._partial)
+        self._partial = []
+        if tail:  # record the unended line into the block buffers; the block is not dispatched
+            if tail[:6] == "data: ":
+                self._data.append(tail[6:])
+            else:
+                self._line(tail, events)
+        if self._data or self._event:
+            self.unterminated = _new_event(
+                ServerSentEvent, (self._event or "message", "\n".join(self._data), self._last_id, self._retry)
+            )
+        self._data = []
+        self._event = ""
+        return events
+
+    # ------------------------------------------------------------------ internals
+
+    def _text(self, text: str) -> list[ServerSentEvent]:
+        if not text:
+            return []
+        if not self._started:
+            self._started = True
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._skip_lf:
+            self._skip_lf = False
+            if text[:1] == "\n":
+                text = text[1:]
+        if "\r" in text:
+            self._skip_lf = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n" not in text:
+            if text:
+                self._partial.append(text)
+            return []
+        if self._partial:
+            self._partial.append(text)
+            text = "".join(self._partial)
+        lines = text.split("\n")
+        last = lines.pop()
+        self._partial = [last] if last else []
+        events: list[ServerSentEvent] = []
+        data = self._data
+        line_handler = self._line
+        for line in lines:
+            # The hot path: `data: ...` lines and the blank line that ends a block.
+            if line[:6] == "data: ":
+                data.append(line[6:])
+            elif not line:
+                if data:
+                    events.append(
+                        _new_event(
+                            ServerSentEvent, (self._event or "message", "\n".join(data), self._last_id, self._retry)
+                        )
+                    )
+                    data.clear()
+                self._event = ""
+                self._retry = None
+            else:
+                line_handler(line, events)
+        return events
+
+    def _line(self, line: str, events: list[ServerSentEvent]) -> None:
+        """Any line other than `data: ...` and the blank line."""
+        if line[0] == ":":
+            self.comment_count += 1
+            self.comments.append(line[1:])
+            return
+        field, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if field == "data":
+            self._data.append(value)
+        elif field == "event":
+            self._event = value
+        elif field == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif field == "retry":
+            if value and value.isascii() and value.isdigit():
+                self.retry = self._retry = int(value)
+        else:  # ignored, as the spec says; kept aside for the dialects that need it
+            self.unknown_fields.append((field, value))
