@@ -51,9 +51,9 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
     else `obj` itself (a flat Responses `error` event, llama.cpp's legacy `error:` line).
     `code` is the object's `code` when present and not null, otherwise its `type`.
     """
-    inner = obj.get("error") if isinstance(obj, Mapping) else None
-    err: Any = inner if isinstance(inner, Mapping) else obj
-    if not isinstance(err, Mapping):
+    inner = obj.get("error") if isinstance(obj, dict) else None
+    err: Any = inner if isinstance(inner, dict) else obj
+    if not isinstance(err, dict):
         text = inner if isinstance(inner, str) else obj
         return ErrorEvent(_one_line(str(text)) or "unknown error", None, http_status, retry_after)
     message = err.get("message")
@@ -81,7 +81,7 @@ def error_from_http(
             obj = loads(text)
         except ValueError:
             obj = None
-    if isinstance(obj, Mapping) and ("error" in obj or "message" in obj):
+    if isinstance(obj, dict) and ("error" in obj or "message" in obj):
         event = error_from_object(obj, status, retry_after)
         if event.message != "unknown error":
             return event

@@ -1,7 +1,8 @@
 """The normalized events: the small vocabulary every wire dialect is translated into.
 
 A dialect turns one Server-Sent Event into zero or more of these; `StreamState` folds them.
-They are plain frozen dataclasses so that a stream can be compared, logged and replayed.
+They are slotted dataclasses (treat them as immutable) so that a stream can be compared, logged
+and replayed; they are not frozen because a frozen dataclass costs a microsecond more per token.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """A cited web source. `title` is None when the provider gave only a URL."""
 
@@ -36,7 +37,7 @@ class Source:
     title: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage as the provider reported it. A field it did not report is None; a reported 0 stays 0."""
 
@@ -48,29 +49,29 @@ class Usage:
     cost: Optional[float] = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReasoningDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RefusalDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SourcesFound:
     """Sources in order of appearance; the state de-duplicates by URL (first title wins)."""
 
     sources: tuple[Source, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCallDelta:
     """A fragment of a client-executed tool call.
 
@@ -85,21 +86,21 @@ class ToolCallDelta:
     arguments: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UsageReport:
     """The latest usage; it replaces any earlier report (providers resend cumulative usage)."""
 
     usage: Usage
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Finish:
     """The provider's own terminal reason, verbatim (never None: a null reason is no event)."""
 
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ErrorEvent:
     """An error signal inside the stream (or the body of a non-2xx response)."""
 
@@ -109,19 +110,19 @@ class ErrorEvent:
     retry_after: Optional[float] = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Terminator:
     """The dialect's proper end was seen: `[DONE]`, `response.completed`, `message_stop`..."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Heartbeat:
     """An SSE comment or a ping event: no data, but the server is alive."""
 
     comment: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Started:
     """What the stream says about itself: the model that answers and the response id."""
 
@@ -129,7 +130,7 @@ class Started:
     response_id: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Problem:
     """Input that could not be understood (bad JSON, wrong shape). Kept as a warning, never raised."""
 

@@ -41,6 +41,7 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._utf8_pending = False  # the incremental decoder holds part of a character
         self._started = False  # a BOM is only stripped at the very start of the stream
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF completes CRLF
         self._partial: list[str] = []  # pieces of the line not yet ended
@@ -75,15 +76,30 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
         """Decode more bytes; return the events they complete."""
-        if self.closed:
-            raise RuntimeError("feed() after close()")
-        return self._text(self._utf8.decode(data))
+        if self._utf8_pending or self.closed:
+            if self.closed:
+                raise RuntimeError("feed() after close()")
+            return self._text(self._decode(data))
+        try:
+            text = data.decode("utf-8")  # fast: most chunks hold whole characters
+        except UnicodeDecodeError:
+            text = self._decode(data)
+        if self._partial and "\n" not in text and "\r" not in text and text:
+            self._partial.append(text)  # the middle of a long line: nothing can complete
+            return []
+        return self._text(text)
+
+    def _decode(self, data: bytes, final: bool = False) -> str:
+        """The incremental decoder: a character cut between chunks, or invalid bytes (U+FFFD)."""
+        text = self._utf8.decode(data, final)
+        self._utf8_pending = bool(self._utf8.getstate()[0])
+        return text
 
     def close(self) -> list[ServerSentEvent]:
         """End of stream: return what the last bytes complete; keep an unfinished block in `unterminated`."""
         if self.closed:
             return []
-        events = self._text(self._utf8.decode(b"", True))
+        events = self._text(self._decode(b"", True))
         self.closed = True
         tail = "".join(self._partial)
         self._partial = []

@@ -138,6 +138,7 @@ class StreamState:
         self._reasoning_len = 0
         self._source_urls: set[str] = set()
         self._tool_keys: dict[Union[int, str], ToolCall] = {}
+        self._closed = False
 
     # ------------------------------------------------------------------ reading
 
@@ -268,7 +269,7 @@ class StreamState:
 
     def apply(self, event: Event, now: Optional[float] = None) -> None:
         """Fold one normalized event into the state. Events after the end are ignored."""
-        if self.done:
+        if self._closed:
             return
         self.events += 1
         self.version += 1
@@ -276,10 +277,12 @@ class StreamState:
             self.last_event_at = now
         kind = type(event)
         if kind is TextDelta:
-            if event.text:  # type: ignore[union-attr]
-                self._text.append(event.text)  # type: ignore[union-attr]
-                self._text_len += len(event.text)  # type: ignore[union-attr]
-                self._token(now)
+            text = event.text  # type: ignore[union-attr]
+            if text:
+                self._text.append(text)
+                self._text_len += len(text)
+                if now is not None or self.status == "waiting":
+                    self._token(now)
         elif kind is ReasoningDelta:
             if event.text:  # type: ignore[union-attr]
                 self._reasoning.append(event.text)  # type: ignore[union-attr]
@@ -321,8 +324,9 @@ class StreamState:
 
     def close(self, *, cancelled: bool = False, reason: Optional[str] = None, now: Optional[float] = None) -> None:
         """End the stream and settle its status: an error always wins, then a cancel, then the terminator."""
-        if self.done:
+        if self._closed:
             return
+        self._closed = True
         self.version += 1
         if now is not None:
             self.ended_at = now

@@ -94,7 +94,11 @@ class Normalizer:
         return self.dialect.name if self.dialect is not None else None
 
     def feed(self, data: bytes) -> list[Event]:
-        return self._events(self.decoder.feed(data))
+        decoder = self.decoder
+        events = decoder.feed(data)
+        if events or decoder.comments or decoder.unknown_fields:
+            return self._events(events)
+        return []
 
     def close(self) -> list[Event]:
         decoder = self.decoder

@@ -34,7 +34,7 @@ def string(value: Any) -> Optional[str]:
 def sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """`obj[key]` when it is an object, else an empty mapping (null and wrong shapes read as absent)."""
     value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def source(url: Any, title: Any = None) -> Optional[Source]:
@@ -108,7 +108,7 @@ def _partial_suffix(text: str, tag: str) -> int:
 def sources_from(items: Iterable[Any]) -> list[Source]:
     out = []
     for item in items:
-        if isinstance(item, Mapping):
+        if isinstance(item, dict):
             s = source(item.get("url"), item.get("title"))
         else:
             s = source(item)

@@ -47,7 +47,7 @@ def chat_usage(usage: Mapping[str, Any]) -> Usage:
         reasoning = count(usage.get("reasoning_tokens"))  # Perplexity
     raw_cost = usage.get("cost")
     cost = number(raw_cost)  # OpenRouter credits, Engy
-    if cost is None and isinstance(raw_cost, Mapping):
+    if cost is None and isinstance(raw_cost, dict):
         cost = number(raw_cost.get("total_cost"))  # Perplexity
     return Usage(prompt, completion, total, cached, reasoning, cost)
 
@@ -67,36 +67,48 @@ class ChatDialect:
 
     def translate(self, sse: ServerSentEvent) -> list[Event]:
         data = sse.data
-        if data == "[DONE]" or (data[:1] != "{" and data.strip() == "[DONE]"):
-            return self._end([Terminator()])
-        obj, problem = parse_object(data, loads)
-        if obj is None:
+        if data[:1] != "{":
+            if data.strip() == "[DONE]":
+                return self._end([Terminator()])
+            obj, problem = parse_object(data, loads)
             return [Problem(problem)]  # type: ignore[arg-type]
+        try:
+            obj = loads(data)
+        except ValueError:
+            return [Problem(parse_object(data, loads)[1])]  # type: ignore[arg-type]
         out: list[Event] = []
         if not self._started and (obj.get("model") or obj.get("id")):
             self._started = True
             out.append(Started(string(obj.get("model")), string(obj.get("id"))))
-        if sse.event == "error" or obj.get("error") is not None:
+        if obj.get("error") is not None or sse.event == "error":
             # OpenAI, vLLM, OpenRouter, Engy, Vultr chunks; everyais `event: error`.
             out.append(error_from_object(obj))
-        if obj.get("object") == "venym.sources":
-            found = sources_from(obj.get("sources") or ())
-            if found:
-                out.append(SourcesFound(tuple(found)))
-            return out
         choices = obj.get("choices")
-        if choices:
+        if choices and type(choices) is list:
             choice = choices[0]
-            if isinstance(choice, Mapping):
-                self._choice(choice, out)
+            if type(choice) is dict:
+                delta = choice.get("delta")
+                # The hot path: a delta that only adds answer text.
+                if type(delta) is dict and len(delta) == 1 and type(delta.get("content")) is str and not self._think:
+                    if delta["content"]:
+                        out.append(TextDelta(delta["content"]))
+                    if choice.get("finish_reason"):
+                        self._finish(choice, out)
+                else:
+                    self._choice(choice, out)
             else:
                 out.append(Problem("a chunk's choice was not an object and was skipped"))
         usage = obj.get("usage")
-        if isinstance(usage, Mapping):
+        if type(usage) is dict:
             out.append(UsageReport(chat_usage(usage)))
+        kind = obj.get("object")
+        if kind == "venym.sources":
+            found = sources_from(obj.get("sources") or ())
+            if found:
+                out.append(SourcesFound(tuple(found)))
         if "search_results" in obj or "citations" in obj:
             self._perplexity_sources(obj, out)
-        if obj.get("object") == "chat.completion.done":  # Perplexity's terminator: no [DONE] follows
+        if kind == "chat.completion.done":  # Perplexity's terminator: no [DONE] follows
             return self._end(out + [Terminator()])
         return out
 
@@ -111,8 +123,8 @@ class ChatDialect:
 
     def _choice(self, choice: Mapping[str, Any], out: list[Event]) -> None:
         delta = choice.get("delta")
-        if not isinstance(delta, Mapping):
-            delta = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        if not isinstance(delta, dict):
+            delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         if delta:
             content = delta.get("content")
             if isinstance(content, str):
@@ -129,7 +141,7 @@ class ChatDialect:
             elif isinstance(delta.get("reasoning_details"), list):
                 # OpenRouter sends the details array next to the string; alone, it is the reasoning.
                 for detail in delta["reasoning_details"]:
-                    if isinstance(detail, Mapping):
+                    if isinstance(detail, dict):
                         text = detail.get("text") or detail.get("summary")
                         if isinstance(text, str) and text:
                             out.append(ReasoningDelta(text))
@@ -139,20 +151,24 @@ class ChatDialect:
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
                 for call in calls:
-                    if isinstance(call, Mapping):
+                    if isinstance(call, dict):
                         out.append(self._tool_call(call))
             annotations = delta.get("annotations")
             if isinstance(annotations, list):
                 found = []
                 for note in annotations:
-                    if isinstance(note, Mapping):
+                    if isinstance(note, dict):
                         detail = note.get("url_citation")
-                        detail = detail if isinstance(detail, Mapping) else note
+                        detail = detail if isinstance(detail, dict) else note
                         s = source(detail.get("url"), detail.get("title"))
                         if s is not None:
                             found.append(s)
                 if found:
                     out.append(SourcesFound(tuple(found)))
+        self._finish(choice, out)
+
+    @staticmethod
+    def _finish(choice: Mapping[str, Any], out: list[Event]) -> None:
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             out.append(Finish(reason))
@@ -166,7 +182,7 @@ class ChatDialect:
     def _content_parts(self, parts: list, out: list[Event]) -> None:
         """Mistral Magistral: `{type: text}` parts are answer, `{type: thinking}` parts hold reasoning."""
         for part in parts:
-            if not isinstance(part, Mapping):
+            if not isinstance(part, dict):
                 continue
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("text"), str):
@@ -176,7 +192,7 @@ class ChatDialect:
                 inner = part.get("thinking")
                 items = inner if isinstance(inner, list) else [{"text": inner}]
                 for item in items:
-                    text = item.get("text") if isinstance(item, Mapping) else None
+                    text = item.get("text") if isinstance(item, dict) else None
                     if isinstance(text, str) and text:
                         out.append(ReasoningDelta(text))
 

@@ -116,7 +116,7 @@ class ResponsesDialect:
         return [Started(string(response.get("model")), string(response.get("id")))]
 
     def _item(self, item: Any, added: bool) -> list[Event]:
-        if not isinstance(item, Mapping) or item.get("type") != "function_call":
+        if not isinstance(item, dict) or item.get("type") != "function_call":
             return []  # messages, reasoning, web_search_call (provider-executed) are no tool calls
         item_id = string(item.get("id")) or string(item.get("call_id"))
         if item_id is None:
@@ -137,7 +137,7 @@ class ResponsesDialect:
         out: list[Event] = self._started_event(response)
         if kind == "response.failed":
             error = response.get("error")
-            out.append(error_from_object(error if isinstance(error, Mapping) else {"message": "the response failed"}))
+            out.append(error_from_object(error if isinstance(error, dict) else {"message": "the response failed"}))
             out.append(Finish("failed"))
         elif kind == "response.incomplete":
             reason = sub(response, "incomplete_details").get("reason")
@@ -145,7 +145,7 @@ class ResponsesDialect:
         else:
             out.append(Finish("completed"))
         usage = response.get("usage")
-        if isinstance(usage, Mapping):
+        if isinstance(usage, dict):
             out.append(UsageReport(responses_usage(usage)))
         out.append(Terminator())
         return out

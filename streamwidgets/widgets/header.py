@@ -1,0 +1,111 @@
+"""The header line: who answers, what is happening now, and how fast.
+
+A person waiting for an answer first wants to know that something is happening: the status has a
+pulsing dot (a CSS animation, so it costs no messages) and counts the server's keep-alives.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import ipywidgets as w
+
+from ..markdown import escape_html
+from ..state import StreamState
+from . import formatting
+from .sync import set_traits
+
+__all__ = ["Header", "STATUS_WORDS", "header_html"]
+
+#: The status word shown for each `StreamState.phase`.
+STATUS_WORDS = {
+    "waiting": "waiting for the first token",
+    "thinking": "thinking",
+    "answering": "answering",
+    "complete": "done",
+    "cancelled": "cancelled",
+    "error": "error",
+    "incomplete": "incomplete",
+}
+
+_LIVE = frozenset({"waiting", "thinking", "answering"})
+_MAX_NAME = 80
+
+
+def live_elapsed(state: StreamState, now: Optional[float]) -> Optional[float]:
+    """Seconds since the request, counted on the caller's clock while the stream runs.
+
+    The state only knows the time of its last event, so during a silent wait the header counts
+    from `now` — but only when `now` is plausibly on the clock the client stamped the state with.
+    """
+    if state.done or now is None or state.started_at is None:
+        return state.elapsed
+    since = now - state.started_at
+    return since if 0 <= since < 86400 else state.elapsed
+
+
+def header_html(
+    state: StreamState,
+    *,
+    now: Optional[float] = None,
+    model: Optional[str] = None,
+    provider: Optional[str] = None,
+    part: int = 1,
+) -> str:
+    """The header's HTML. Model and provider names come from the stream, so they are escaped."""
+    phase = state.phase
+    live = phase in _LIVE
+    items = []
+    name = state.model or model
+    if name:
+        items.append(f'<span class="sw-model">{escape_html(formatting.shorten(name, _MAX_NAME))}</span>')
+    who = state.provider or provider
+    if who:
+        items.append(f'<span class="sw-provider">{escape_html(formatting.shorten(who, _MAX_NAME))}</span>')
+    word = STATUS_WORDS.get(phase, phase)
+    if phase == "complete" and state.finish == "length":
+        word = "done · token limit reached"
+    pulse = '<span class="sw-pulse"></span>' if live else ""
+    items.append(
+        f'<span class="sw-status sw-status-{escape_html(phase)}" role="status">{pulse}{escape_html(word)}</span>'
+    )
+    if part > 1:
+        items.append(f'<span class="sw-part">part {part}</span>')
+    metrics = []
+    elapsed = live_elapsed(state, now)
+    if elapsed is not None:
+        metrics.append(formatting.seconds(elapsed, live=live))
+    ttft = state.time_to_first_token
+    if ttft is not None:
+        metrics.append(f"first token {formatting.seconds(ttft)}")
+    tps = state.tokens_per_second
+    if tps is not None:
+        metrics.append(formatting.rate(tps))
+    if metrics:
+        items.append(f'<span class="sw-metrics">{" · ".join(metrics)}</span>')
+    if live and state.heartbeats:
+        plural = "" if state.heartbeats == 1 else "s"
+        items.append(
+            f'<span class="sw-alive">server alive · {formatting.count(state.heartbeats)} keepalive{plural}</span>'
+        )
+    return f'<div class="sw-header-line">{"".join(items)}</div>'
+
+
+class Header:
+    """The header pane: one `HTML` widget, re-rendered at the slow rate or when the phase changes."""
+
+    def __init__(self) -> None:
+        self.widget = w.HTML()
+        self.widget.add_class("sw-header")
+
+    def render(
+        self,
+        state: StreamState,
+        *,
+        now: Optional[float],
+        model: Optional[str],
+        provider: Optional[str],
+        part: int,
+    ) -> int:
+        html = header_html(state, now=now, model=model, provider=provider, part=part)
+        return set_traits(self.widget, value=html)

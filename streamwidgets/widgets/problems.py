@@ -1,0 +1,76 @@
+"""The problem box: how the answer ended when it did not simply finish, in plain words.
+
+It sits below the answer, so that the partial answer stays readable above the explanation. Error
+messages come from the provider (and proxies' HTML pages), so everything is escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import ipywidgets as w
+
+from ..markdown import escape_html
+from ..state import StreamState
+from . import formatting
+from .sync import set_traits, set_visible
+
+__all__ = ["ProblemBox", "problem_html"]
+
+_MAX_WARNINGS = 20
+_MAX_TEXT = 2000
+
+
+def _kind(state: StreamState) -> str:
+    if state.status == "error":
+        return "error"
+    if state.status == "incomplete":
+        return "warn"
+    if state.status == "cancelled":
+        return "info"
+    if state.status == "complete" and (state.finish not in (None, "stop", "tool_calls") or state.refusal):
+        return "warn"
+    return ""
+
+
+def _warnings_html(warnings: Sequence[str]) -> str:
+    n = len(warnings)
+    items = "".join(f"<li>{escape_html(formatting.shorten(w_, 300))}</li>" for w_ in warnings[:_MAX_WARNINGS])
+    more = f"<li>… and {formatting.count(n - _MAX_WARNINGS)} more</li>" if n > _MAX_WARNINGS else ""
+    what = "part" if n == 1 else "parts"
+    return (
+        f'<details class="sw-warnings"><summary>{formatting.count(n)} {what} of the stream could not be read '
+        f"and {'was' if n == 1 else 'were'} skipped</summary><ul>{items}{more}</ul></details>"
+    )
+
+
+def problem_html(state: StreamState, *, can_continue: bool = False) -> str:
+    """"" when there is nothing to report: the answer is complete and clean, or still streaming cleanly."""
+    kind = _kind(state)
+    body = []
+    if kind:
+        message = state.message
+        if state.status in ("incomplete", "cancelled") or (state.status == "complete" and state.finish == "length"):
+            if can_continue:
+                message += " Continue asks the model for the rest."
+        body.append(f'<div class="sw-problem-message">{escape_html(message)}</div>')
+        if state.refusal:
+            refusal = escape_html(formatting.shorten(state.refusal, _MAX_TEXT))
+            body.append(f'<blockquote class="sw-refusal">{refusal}</blockquote>')
+    if state.warnings:
+        kind = kind or "warn"
+        body.append(_warnings_html(state.warnings))
+    if not body:
+        return ""
+    role = "alert" if kind == "error" else "status"
+    return f'<div class="sw-problem-box sw-kind-{kind}" role="{role}">{"".join(body)}</div>'
+
+
+class ProblemBox:
+    def __init__(self) -> None:
+        self.widget = w.HTML(layout=w.Layout(display="none"))
+        self.widget.add_class("sw-problems")
+
+    def render(self, state: StreamState, *, can_continue: bool) -> int:
+        html = problem_html(state, can_continue=can_continue)
+        return set_traits(self.widget, value=html) + set_visible(self.widget, bool(html))

@@ -1,0 +1,61 @@
+"""The sources pane: numbered citations with title and domain.
+
+Titles and URLs come from the provider (or from the web pages it searched), so they are untrusted:
+a URL becomes a link only when it is http(s), and every text is escaped. Links open in a new tab
+without giving the opened page a handle on the notebook (`noopener`).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import ipywidgets as w
+
+from ..events import Source
+from ..markdown import escape_html, safe_url
+from . import formatting
+from .sync import set_traits, set_visible
+
+__all__ = ["SourcesPane", "sources_html"]
+
+_MAX_TITLE = 160
+_MAX_URL = 120
+
+
+def _item(source: Source) -> str:
+    url = safe_url(source.url)
+    host = formatting.domain(source.url) if url else None
+    title = (source.title or "").strip() or host or source.url
+    title_html = escape_html(formatting.shorten(title, _MAX_TITLE))
+    if url is None:
+        shown = escape_html(formatting.shorten(source.url, _MAX_URL))
+        return (
+            f'<li><span class="sw-inert">{title_html}</span> '
+            f'<span class="sw-inert-url" title="not a web link, not opened">{shown} (not a web link)</span></li>'
+        )
+    domain = f' <span class="sw-domain">{escape_html(host)}</span>' if host and host != title else ""
+    return (
+        f'<li><a href="{escape_html(url)}" target="_blank" rel="noopener noreferrer nofollow">'
+        f"{title_html}</a>{domain}</li>"
+    )
+
+
+def sources_html(sources: Sequence[Source]) -> str:
+    items = "".join(_item(source) for source in sources)
+    return f'<div class="sw-section-title">Sources</div><ol>{items}</ol>'
+
+
+class SourcesPane:
+    """Sources only ever get appended (the state de-duplicates them), so their count says when to redraw."""
+
+    def __init__(self) -> None:
+        self.widget = w.HTML(layout=w.Layout(display="none"))
+        self.widget.add_class("sw-sources")
+        self._shown = 0
+
+    def render(self, sources: Sequence[Source]) -> int:
+        if len(sources) == self._shown:
+            return 0
+        self._shown = len(sources)
+        sent = set_traits(self.widget, value=sources_html(sources) if sources else "")
+        return sent + set_visible(self.widget, bool(sources))

@@ -1,0 +1,121 @@
+"""The view's look: one stylesheet, written only in JupyterLab's `--jp-*` theme variables.
+
+Styling through the theme variables (with neutral fallbacks for frontends that do not define them,
+such as Colab) keeps the view readable in light and dark themes without a frontend build. The sheet
+travels in one `HTML` widget per view or panel, so that it also reaches Voila and VS Code.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+__all__ = ["STYLESHEET", "style_widget"]
+
+STYLESHEET = """
+.sw-view {
+  font-family: var(--jp-content-font-family, system-ui, sans-serif);
+  font-size: var(--jp-content-font-size1, 14px);
+  color: var(--jp-content-font-color1, inherit);
+  border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.3));
+  border-radius: 4px;
+  padding: 4px 10px 6px 10px;
+  margin: 2px 0;
+  max-width: 100%;
+}
+.sw-view .widget-html-content, .sw-view .jupyter-widget-html-content { line-height: 1.5; }
+.sw-view .sw-answer, .sw-view .sw-sources, .sw-view .sw-tools, .sw-view .sw-problems {
+  font-size: var(--jp-content-font-size1, 14px);
+}
+.sw-header-row { align-items: center; flex-wrap: wrap; gap: 4px; }
+.sw-header { flex: 1 1 auto; min-width: 0; }
+.sw-header-line {
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--jp-ui-font-size1, 13px);
+  color: var(--jp-ui-font-color2, inherit);
+  display: flex; flex-wrap: wrap; gap: 0 0.9em; align-items: baseline;
+  line-height: 1.6;
+}
+.sw-model { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
+.sw-provider { color: var(--jp-ui-font-color2, inherit); }
+.sw-status { font-weight: 600; }
+.sw-status-waiting, .sw-status-thinking, .sw-status-answering { color: var(--jp-brand-color1, #1976d2); }
+.sw-status-complete { color: var(--jp-success-color1, #388e3c); }
+.sw-status-cancelled { color: var(--jp-ui-font-color2, inherit); }
+.sw-status-incomplete { color: var(--jp-warn-color1, #f57c00); }
+.sw-status-error { color: var(--jp-error-color1, #d32f2f); }
+.sw-pulse {
+  display: inline-block; width: 0.55em; height: 0.55em; margin-right: 0.35em;
+  border-radius: 50%; background: currentColor; vertical-align: middle;
+  animation: sw-pulse 1.2s ease-in-out infinite;
+}
+@keyframes sw-pulse { 0%, 100% { opacity: 0.25; } 50% { opacity: 1; } }
+@media (prefers-reduced-motion: reduce) { .sw-pulse { animation: none; } }
+.sw-metrics, .sw-alive { color: var(--jp-ui-font-color2, inherit); }
+.sw-cancel, .sw-continue { flex: 0 0 auto; }
+.sw-reasoning-box { margin: 2px 0 4px 0; }
+.sw-reasoning-box .jupyter-widget-Collapse-header,
+.sw-reasoning-box .p-Collapse-header, .sw-reasoning-box .lm-Collapse-header {
+  font-size: var(--jp-ui-font-size1, 13px);
+  color: var(--jp-ui-font-color2, inherit);
+  padding: 2px 8px;
+}
+.sw-reasoning {
+  color: var(--jp-content-font-color2, inherit);
+  font-size: 0.9em;
+  opacity: 0.9;
+  max-height: 24em; overflow-y: auto;
+  border-left: 3px solid var(--jp-border-color1, rgba(127, 127, 127, 0.5));
+  padding-left: 8px;
+}
+.sw-answer { line-height: 1.55; overflow-wrap: anywhere; }
+.sw-answer pre, .sw-reasoning pre, .sw-tool-args {
+  font-family: var(--jp-code-font-family, monospace);
+  font-size: var(--jp-code-font-size, 13px);
+  background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12));
+  color: var(--jp-content-font-color1, inherit);
+  padding: 6px 8px; border-radius: 3px; overflow-x: auto;
+}
+.sw-answer a, .sw-sources a { color: var(--jp-content-link-color, #1976d2); }
+.sw-answer table { border-collapse: collapse; }
+.sw-answer th, .sw-answer td { border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.3)); padding: 2px 6px; }
+.sw-section-title {
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--jp-ui-font-size1, 13px);
+  font-weight: 600; color: var(--jp-ui-font-color2, inherit); margin: 6px 0 2px 0;
+}
+.sw-sources ol { margin: 0; padding-left: 1.8em; font-size: 0.92em; }
+.sw-domain, .sw-tool-id, .sw-note, .sw-inert-url { color: var(--jp-content-font-color2, inherit); font-size: 0.9em; }
+.sw-inert { color: var(--jp-content-font-color2, inherit); }
+.sw-tool { margin: 2px 0 6px 0; }
+.sw-tool-name { font-family: var(--jp-code-font-family, monospace); font-weight: 600; }
+.sw-tool-args { margin: 2px 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20em; overflow-y: auto; }
+.sw-usage-line { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--jp-ui-font-size0, 12px);
+  color: var(--jp-ui-font-color2, inherit); display: flex; flex-wrap: wrap; gap: 0 1em; }
+.sw-estimate { font-style: italic; }
+.sw-bar { height: 4px; border-radius: 2px; margin: 3px 0 1px 0;
+  background: var(--jp-layout-color3, rgba(127, 127, 127, 0.25)); overflow: hidden; max-width: 32em; }
+.sw-bar-fill { height: 100%; background: var(--jp-brand-color1, #1976d2); }
+.sw-bar-full .sw-bar-fill { background: var(--jp-warn-color1, #f57c00); }
+.sw-problem-box { border-radius: 3px; padding: 4px 8px; margin: 4px 0 2px 0; border-left: 4px solid; }
+.sw-kind-error { border-color: var(--jp-error-color1, #d32f2f); background: var(--jp-error-color3, rgba(211, 47, 47, 0.08)); }
+.sw-kind-warn { border-color: var(--jp-warn-color1, #f57c00); background: var(--jp-warn-color3, rgba(245, 124, 0, 0.08)); }
+.sw-kind-info { border-color: var(--jp-info-color1, #0288d1); background: var(--jp-info-color3, rgba(2, 136, 209, 0.08)); }
+.sw-problem-box, .sw-problem-box * { color: var(--jp-content-font-color1, inherit); }
+.sw-problem-box ul { margin: 2px 0; padding-left: 1.4em; }
+.sw-chat { max-width: 100%; }
+.sw-chat-user { margin: 6px 0 2px 0; padding: 4px 10px; border-radius: 4px; white-space: pre-wrap;
+  background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12)); color: var(--jp-content-font-color1, inherit); }
+.sw-chat-input-row { align-items: center; gap: 4px; }
+.sw-chat-input { flex: 1 1 auto; }
+"""
+
+
+def style_widget(extra_css: str = "") -> w.HTML:
+    """The `<style>` element as a widget; `extra_css` carries the code-highlighting rules.
+
+    The widget is hidden (`display: none`): a `<style>` element applies wherever it sits in the
+    page, so it needs no box of its own and adds no gap above the view.
+    """
+    style = w.HTML(value=f"<style>{STYLESHEET}{extra_css}</style>", layout=w.Layout(display="none"))
+    style.add_class("sw-style")
+    return style

@@ -1,0 +1,72 @@
+"""The usage meter: what the answer cost in tokens (and money, when the provider says).
+
+When a stream ends without usage (cut off, cancelled, a provider that sends none) the completion
+tokens are estimated at about four characters per token — the rule several providers bill a
+broken stream by — and the meter says plainly that it is an estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import ipywidgets as w
+
+from ..markdown import escape_html
+from ..state import StreamState
+from . import formatting
+from .sync import set_traits, set_visible
+
+__all__ = ["UsageMeter", "usage_html"]
+
+
+def usage_html(state: StreamState, *, max_tokens: Optional[int] = None) -> str:
+    """"" when there is nothing to say yet (no usage and no token)."""
+    usage = state.usage
+    tokens, estimated = state.completion_tokens
+    if usage is None and tokens == 0:
+        return ""
+    parts = []
+    if usage is not None and usage.prompt_tokens is not None:
+        parts.append(f"prompt {formatting.count(usage.prompt_tokens)}")
+    if estimated:
+        label = "so far, estimated" if not state.done else "estimated, about 4 characters per token"
+        parts.append(f'<span class="sw-estimate">completion ≈ {formatting.count(tokens)} ({label})</span>')
+    else:
+        parts.append(f"completion {formatting.count(tokens)}")
+    if usage is not None:
+        if usage.cached_tokens is not None:
+            parts.append(f"cached {formatting.count(usage.cached_tokens)}")
+        if usage.reasoning_tokens is not None:
+            parts.append(f"reasoning {formatting.count(usage.reasoning_tokens)}")
+        if usage.total_tokens is not None:
+            parts.append(f"total {formatting.count(usage.total_tokens)}")
+        if usage.cost is not None:
+            parts.append(f"cost {escape_html(formatting.cost(usage.cost))}")
+    line = "".join(f"<span>{part}</span>" for part in parts)
+    return f'<div class="sw-usage-line">{line}</div>{_limit_bar(tokens, estimated, max_tokens)}'
+
+
+def _limit_bar(tokens: int, estimated: bool, max_tokens: Optional[int]) -> str:
+    if not max_tokens or max_tokens <= 0:
+        return ""
+    share = min(1.0, tokens / max_tokens)
+    full = " sw-bar-full" if tokens >= max_tokens else ""
+    about = "about " if estimated else ""
+    label = f"{about}{formatting.count(tokens)} of {formatting.count(max_tokens)} tokens allowed ({share:.0%})"
+    return (
+        f'<div class="sw-bar{full}" role="meter" aria-valuemin="0" aria-valuemax="{max_tokens}" '
+        f'aria-valuenow="{min(tokens, max_tokens)}" aria-label="{label}" title="{label}">'
+        f'<div class="sw-bar-fill" style="width: {share * 100:.1f}%"></div></div>'
+    )
+
+
+class UsageMeter:
+    """One `HTML` widget, refreshed at the slow rate: usage changes once, estimates creep."""
+
+    def __init__(self) -> None:
+        self.widget = w.HTML(layout=w.Layout(display="none"))
+        self.widget.add_class("sw-usage")
+
+    def render(self, state: StreamState, *, max_tokens: Optional[int]) -> int:
+        html = usage_html(state, max_tokens=max_tokens)
+        return set_traits(self.widget, value=html) + set_visible(self.widget, bool(html))
