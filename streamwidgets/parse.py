@@ -10,18 +10,20 @@ import os
 from typing import Iterable, Optional, Union
 
 from .dialects import Normalizer
+from .errors import error_from_http
 from .providers import Provider
+from .recording import Recording, is_recording, load_recording
 from .state import StreamState
 
-__all__ = ["parse", "Recording"]
+__all__ = ["parse", "StreamSource"]
 
-Recording = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", Iterable[bytes]]
+StreamSource = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", Iterable[bytes]]
 
 _READ_SIZE = 1 << 16
 
 
 def parse(
-    source: Recording,
+    source: StreamSource,
     *,
     provider: Union[str, Provider, None] = None,
     dialect: Optional[str] = None,
@@ -29,26 +31,45 @@ def parse(
 ) -> StreamState:
     """Parse a whole recorded `text/event-stream` body into its final `StreamState`.
 
-    `source` is the bytes, an iterable of byte chunks, or a file path (a `str` is a path).
+    `source` is the bytes, an iterable of byte chunks, or a file path (a `str` is a path) to a
+    raw `text/event-stream` body or to a streamwidgets recording (see `recording.py`).
     `dialect` (chat / responses / messages) is detected from the first event when not given;
     `provider` switches on that provider's few own rules. Malformed input never raises: it
     ends up in `state.warnings`, and everything readable is kept.
     """
+    recording = _recording(source)
+    if recording is not None:
+        dialect = dialect or recording.dialect
+        provider = provider or recording.provider
     normalizer = Normalizer(dialect, provider, think_tags=think_tags)
     state = StreamState(provider=normalizer.provider.name if provider is not None else None)
-    for chunk in _chunks(source):
+    if recording is not None:
+        state.model = recording.meta.get("model")
+        if recording.status is not None:
+            state.apply(error_from_http(recording.status, recording.error_body))
+        chunks: Iterable[bytes] = (data for _, data in recording.chunks)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        chunks = (bytes(source),)
+    elif isinstance(source, (str, os.PathLike)):
+        chunks = _read_file(source)
+    else:
+        chunks = source
+    for chunk in chunks:
         state.extend(normalizer.feed(chunk))
     state.extend(normalizer.close())
     state.close(reason="the recording ended before the stream's terminator.")
     return state
 
 
-def _chunks(source: Recording) -> Iterable[bytes]:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return (bytes(source),)
+def _recording(source: object) -> Optional[Recording]:
+    """A streamwidgets recording (JSON Lines with arrival times) is parsed from its bytes."""
+    if isinstance(source, Recording):
+        return source
     if isinstance(source, (str, os.PathLike)):
-        return _read_file(source)
-    return source
+        with open(source, "rb") as f:
+            if is_recording(f.read(64)):
+                return load_recording(source)
+    return None
 
 
 def _read_file(path: Union[str, "os.PathLike[str]"]) -> Iterable[bytes]:

@@ -67,15 +67,19 @@ class ChatDialect:
 
     def translate(self, sse: ServerSentEvent) -> list[Event]:
         data = sse.data
-        if data[:1] != "{":
+        if data[:1] == "{":
+            try:
+                obj = loads(data)
+            except ValueError:
+                obj = None
+        else:  # `[DONE]`, or JSON after a newline (multi-line data), or garbage
             if data.strip() == "[DONE]":
                 return self._end([Terminator()])
+            obj = None
+        if type(obj) is not dict:
             obj, problem = parse_object(data, loads)
-            return [Problem(problem)]  # type: ignore[arg-type]
-        try:
-            obj = loads(data)
-        except ValueError:
-            return [Problem(parse_object(data, loads)[1])]  # type: ignore[arg-type]
+            if obj is None:
+                return [Problem(problem)]  # type: ignore[arg-type]
         out: list[Event] = []
         if not self._started and (obj.get("model") or obj.get("id")):
             self._started = True

@@ -1,0 +1,443 @@
+"""The client against the embedded provider over real loopback sockets: no mocked httpx anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+import httpx
+import pytest
+
+import streamwidgets as sw
+from streamwidgets.client import Chat, Secret, arun, astream, continue_request, make_request, run, stream_into
+from streamwidgets.errors import HTTPStatusError, IncompleteStreamError, StreamError
+from streamwidgets.events import TextDelta, Terminator
+from streamwidgets.server import DemoServer
+from streamwidgets.state import StreamState
+
+SENTINEL = "sk-test-SENTINEL-0123456789abcdef0123"
+APIS = ("chat", "responses", "messages")
+FAST = {"demo": {"tokens_per_second": 0, "first_token_delay": 0}}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with DemoServer() as s:
+        yield s
+
+
+def req(server, model="demo", api="chat", prompt="What is streaming?", flavor=None, **kw):
+    base = server.flavor_url(flavor) if flavor else server.base_url
+    params = {**FAST, **kw}
+    return make_request(prompt, model=model, api=api, base_url=base, api_key=SENTINEL, **params)
+
+
+def go(coro):
+    return asyncio.run(coro)
+
+
+def open_connections(server) -> list:
+    return [c for c in server.connections if c.closed_at is None]
+
+
+def wait_all_closed(server, timeout=3.0) -> list:
+    deadline = time.monotonic() + timeout
+    while open_connections(server) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return open_connections(server)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("flavor", [None, "venym", "engy", "everyais", "vultr"])
+def test_every_api_and_flavor_completes(server, api, flavor):
+    state = go(arun(req(server, api=api, flavor=flavor, model="demo-reasoning")))
+    assert state.status == "complete", state.message
+    assert state.text and state.reasoning
+    assert state.usage is not None and state.usage.completion_tokens
+    assert state.time_to_first_token is not None
+    assert state.warnings == []
+
+
+def test_search_sources_and_tool_calls(server):
+    for api in APIS:
+        state = go(arun(req(server, api=api, model="demo-search")))
+        assert state.status == "complete" and len(state.sources) >= 3, (api, state.sources)
+        assert all(s.url.startswith("https://") for s in state.sources)
+        tools = go(arun(req(server, api=api, model="demo-tools", prompt="Weather in Paris and Tokyo?")))
+        assert tools.status == "complete" and tools.finish == "tool_calls"
+        assert len(tools.tool_calls) == 2, tools.tool_calls
+        for call in tools.tool_calls:
+            assert call.name and call.id
+            json.loads(call.arguments)
+
+
+# ------------------------------------------------------------------ fault matrix
+
+FAULTS = {
+    # scenario: (status, partial text expected, words expected in the message)
+    "demo-error": ("error", True, "error"),
+    "demo-error-early": ("error", False, "error"),
+    "demo-cutoff": ("incomplete", True, "ended before"),
+    "demo-malformed": ("complete", True, "Complete"),
+    "demo-length": ("complete", True, "token limit"),
+    "demo-http-401": ("error", False, "HTTP 401"),
+    "demo-http-402": ("error", False, "HTTP 402"),
+    "demo-http-404": ("error", False, "HTTP 404"),
+    "demo-http-429": ("error", False, "retry after"),
+    "demo-http-500": ("error", False, "HTTP 500"),
+    "demo-http-503": ("error", False, "HTTP 503"),
+}
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("scenario", sorted(FAULTS))
+def test_fault_matrix(server, api, scenario):
+    status, partial, words = FAULTS[scenario]
+    before = len(server.connections)
+    state = go(arun(req(server, api=api, model=scenario)))
+    assert state.status == status, (state.status, state.message)
+    assert bool(state.text) == partial, state.text
+    assert words.lower() in state.message.lower(), state.message
+    if scenario == "demo-malformed":
+        assert state.warnings and "not valid JSON" in state.warnings[0]
+    if scenario.startswith("demo-http"):
+        assert state.error.http_status == int(scenario[-3:])
+        assert state.error.message and state.error.code is not None
+    if scenario == "demo-http-429":
+        assert state.error.retry_after is not None
+    assert SENTINEL not in state.message and SENTINEL not in repr(state)
+    assert wait_all_closed(server) == [], f"left open: {open_connections(server)}"
+    assert len(server.connections) >= before
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_stall_ends_incomplete_with_the_reason_and_closes(server, api):
+    request = req(server, api=api, model="demo-stall")
+    request.stall_timeout = 0.5
+    state = go(arun(request))
+    assert state.status == "incomplete"
+    assert state.text, "the partial answer is kept"
+    assert "stalled" in state.message and "0.5 s" in state.message
+    record = server.wait_for_disconnect(timeout=2.0, after=len(server.connections) - 1)
+    assert record is not None and record.outcome == "client_disconnected"
+
+
+def test_raise_on_error_gives_typed_exceptions_with_state(server):
+    with pytest.raises(HTTPStatusError) as info:
+        go(arun(req(server, model="demo-http-429"), raise_on_error=True))
+    assert info.value.status_code == 429 and info.value.state.error.retry_after is not None
+    with pytest.raises(StreamError) as info:
+        go(arun(req(server, model="demo-error"), raise_on_error=True))
+    assert info.value.state.text
+    with pytest.raises(IncompleteStreamError):
+        go(arun(req(server, model="demo-cutoff"), raise_on_error=True))
+    assert go(arun(req(server), raise_on_error=True)).status == "complete"
+
+
+def test_connection_refused_is_a_readable_error():
+    with DemoServer() as s:
+        url = s.base_url
+    request = make_request("hi", base_url=url, model="demo")  # the server is gone now
+    state = go(arun(request))
+    assert state.status == "error"
+    assert "Could not connect to http://127.0.0.1" in state.message
+
+
+# ------------------------------------------------------------------ cancel
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_cancel_closes_the_connection_and_keeps_the_partial_answer(server, api):
+    async def main():
+        request = req(server, api=api, model="demo-long", demo={"tokens_per_second": 200, "first_token_delay": 0})
+        state = StreamState()
+        before = len(server.connections)
+        task = asyncio.get_running_loop().create_task(stream_into(request, state))
+        while state.text_length < 50:
+            await asyncio.sleep(0.005)
+        cancelled_at = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        record = await asyncio.to_thread(server.wait_for_disconnect, 2.0, after=before)
+        return state, record, cancelled_at
+
+    state, record, cancelled_at = go(main())
+    assert state.status == "cancelled" and state.text_length >= 50
+    assert "Cancelled by you" in state.message and "kept" in state.message
+    assert record is not None and record.outcome == "client_disconnected"
+    assert record.closed_at_mono - cancelled_at < 1.0  # the benchmark measures the real latency
+
+
+def test_cancel_while_waiting_for_the_first_token(server):
+    async def main():
+        request = req(server, model="demo-slow", demo={"first_token_delay": 5})
+        state = StreamState()
+        before = len(server.connections)
+        task = asyncio.get_running_loop().create_task(stream_into(request, state))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return state, await asyncio.to_thread(server.wait_for_disconnect, 2.0, after=before)
+
+    state, record = go(main())
+    assert state.status == "cancelled" and state.text == ""
+    assert record is not None and record.outcome == "client_disconnected"
+
+
+def test_no_task_left_behind(server):
+    async def main():
+        await arun(req(server))
+        task = asyncio.get_running_loop().create_task(stream_into(req(server, model="demo-long"), StreamState()))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await asyncio.sleep(0.05)
+        return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    assert go(main()) == []
+    assert wait_all_closed(server) == []
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def test_astream_yields_normalized_events(server):
+    async def main():
+        return [e async for e in astream(req(server))]
+
+    events = go(main())
+    assert any(isinstance(e, TextDelta) for e in events)
+    assert isinstance(events[-1], Terminator) or any(isinstance(e, Terminator) for e in events)
+
+
+def test_run_is_blocking_and_refuses_inside_a_loop(server):
+    state = run(req(server))
+    assert state.status == "complete"
+
+    async def inside():
+        with pytest.raises(RuntimeError, match="await arun"):
+            run(req(server))
+
+    go(inside())
+
+
+def test_demo_provider_starts_the_embedded_server_by_itself():
+    state = run("What is binary search?", demo={"tokens_per_second": 0, "first_token_delay": 0})
+    assert state.status == "complete" and state.provider == "demo"
+    assert "search" in state.text.lower()
+
+
+def test_offline_fallback_names_itself(monkeypatch):
+    monkeypatch.delenv("VENYM_API_KEY", raising=False)
+    request = make_request("hi", provider="venym")
+    assert request.offline_note and "VENYM_API_KEY" in request.offline_note
+    assert "/venym/v1" in request.base_url
+    monkeypatch.setenv("VENYM_API_KEY", SENTINEL)
+    real = make_request("hi", provider="venym")
+    assert real.offline_note is None and real.base_url == "https://venym.io/v1"
+
+
+def test_continue_after_a_cutoff(server):
+    first = req(server, model="demo-cutoff", prompt="Explain binary search")
+    state = go(arun(first))
+    assert state.status == "incomplete" and state.text
+    again = continue_request(first, state)
+    assert again.prefix == state.text
+    assert again.messages[-2] == {"role": "assistant", "content": state.text}
+    again.model = "demo"
+    more = go(arun(again))
+    assert more.status == "complete"
+    assert more.text.startswith(state.text) and len(more.text) > len(state.text)
+    twice = continue_request(again, more)
+    assert len(twice.messages) == len(again.messages)  # replaces, not stacks, the continuation turns
+    msg = continue_request(req(server, api="messages", model="demo-cutoff"), state)
+    assert msg.messages[-1]["role"] == "assistant"
+
+
+def test_chat_keeps_the_conversation(server):
+    chat = Chat(system="Be brief.", model="demo", base_url=server.base_url, **FAST)
+    first = go(chat.send("What is a list in Python?"))
+    second = go(chat.send("And a tuple?"))
+    assert first.status == second.status == "complete"
+    assert [m["role"] for m in chat.messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert chat.messages[2]["content"] == first.text
+
+
+def test_request_body_per_api(server):
+    chat = req(server, api="chat", max_tokens=50, temperature=0.2).body()
+    assert chat["stream"] is True and chat["stream_options"] == {"include_usage": True}
+    assert chat["max_tokens"] == 50 and chat["temperature"] == 0.2
+    responses = req(server, api="responses", max_tokens=50).body()
+    assert responses["input"][0]["role"] == "user" and responses["max_output_tokens"] == 50
+    messages = make_request([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+                            provider="anthropic", api_key=SENTINEL)
+    body, headers = messages.body(), messages.headers()
+    assert body["system"] == "S" and body["messages"] == [{"role": "user", "content": "U"}]
+    assert body["max_tokens"] > 0
+    assert headers["x-api-key"] == SENTINEL and "Authorization" not in headers
+    assert make_request("x", provider="mistral", api_key="k").body().get("stream_options") is None
+
+
+# ------------------------------------------------------------------ secrets
+
+
+def test_sentinel_key_never_leaks(server, caplog, tmp_path):
+    caplog.set_level(logging.DEBUG)
+    request = req(server, model="demo-http-401")
+    texts = [repr(request), str(request), f"{request}", repr(request.api_key), str(request.api_key)]
+    state = go(arun(request, record=tmp_path / "rec.jsonl"))
+    texts += [repr(state), state.message, str(state.error), json.dumps(state.__dict__, default=str)]
+    try:
+        go(arun(request, raise_on_error=True))
+    except StreamError as exc:
+        texts += [str(exc), repr(exc)]
+    texts += [caplog.text, (tmp_path / "rec.jsonl").read_text()]
+    for text in texts:
+        assert SENTINEL not in text
+    with pytest.raises(TypeError):
+        import pickle
+
+        pickle.dumps(Secret(SENTINEL))
+
+
+def test_key_is_redacted_from_client_side_errors():
+    request = make_request("hi", base_url=f"http://127.0.0.1:9/{SENTINEL}/v1", api_key=SENTINEL, model="m")
+    state = go(arun(request))
+    assert state.status == "error" and SENTINEL not in state.message
+
+
+# ------------------------------------------------------------------ recordings and SDK streams
+
+
+def test_record_then_parse_and_replay_give_the_same_state(server, tmp_path):
+    path = tmp_path / "answer.jsonl"
+    live = go(arun(req(server, model="demo-search"), record=path))
+    parsed = sw.parse(path)
+    from streamwidgets.recording import replay_into
+
+    replayed = go(replay_into(path, StreamState(), speed=0))
+    for other in (parsed, replayed):
+        assert (other.text, other.sources, other.usage, other.status) == (live.text, live.sources, live.usage, "complete")
+
+
+def test_openai_sdk_streams_go_through_the_same_state(server):
+    openai = pytest.importorskip("openai")
+    from streamwidgets.sdk import sdk_into
+
+    async def main():
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key=SENTINEL)
+        stream = await client.chat.completions.create(model="demo-search", messages=[{"role": "user", "content": "SSE?"}],
+                                                      stream=True, extra_body=FAST)
+        state = await sdk_into(stream, StreamState())
+        rstream = await client.responses.create(model="demo-reasoning", input="SSE?", stream=True, extra_body=FAST)
+        rstate = await sdk_into(rstream, StreamState())
+        await client.close()
+        return state, rstate
+
+    state, rstate = go(main())
+    ours = go(arun(req(server, model="demo-search", prompt="SSE?")))
+    assert (state.status, state.text, state.sources, state.usage) == ("complete", ours.text, ours.sources, ours.usage)
+    assert rstate.status == "complete" and rstate.reasoning
+
+    sync = openai.OpenAI(base_url=server.base_url, api_key=SENTINEL)
+    stream = sync.chat.completions.create(model="demo", messages=[{"role": "user", "content": "SSE?"}], stream=True,
+                                          extra_body=FAST)
+    synced = go(sdk_into(stream, StreamState()))
+    sync.close()
+    plain = go(arun(req(server, model="demo", prompt="SSE?")))
+    assert (synced.status, synced.text, synced.usage) == ("complete", plain.text, plain.usage)
+
+
+def test_anthropic_sdk_stream_goes_through_the_same_state(server):
+    anthropic = pytest.importorskip("anthropic")
+    from streamwidgets.sdk import sdk_into
+
+    async def main():
+        client = anthropic.AsyncAnthropic(base_url=server.url, api_key=SENTINEL)
+        stream = await client.messages.create(model="demo-reasoning", max_tokens=1024, stream=True, extra_body=FAST,
+                                              messages=[{"role": "user", "content": "SSE?"}])
+        state = await sdk_into(stream, StreamState())
+        await client.close()
+        return state
+
+    state = go(main())
+    ours = go(arun(req(server, api="messages", model="demo-reasoning", prompt="SSE?")))
+    assert (state.status, state.text, state.reasoning, state.usage) == ("complete", ours.text, ours.reasoning, ours.usage)
+
+
+def test_sync_sdk_stream_cancel_closes_it(server):
+    openai = pytest.importorskip("openai")
+    from streamwidgets.sdk import sdk_into
+
+    client = openai.OpenAI(base_url=server.base_url, api_key=SENTINEL)
+
+    async def main():
+        before = len(server.connections)
+        stream = client.chat.completions.create(model="demo-long", messages=[{"role": "user", "content": "x"}],
+                                                stream=True, extra_body={"demo": {"tokens_per_second": 100}})
+        state = StreamState()
+        task = asyncio.get_running_loop().create_task(sdk_into(stream, state))
+        while state.text_length < 20:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return state, await asyncio.to_thread(server.wait_for_disconnect, 2.0, after=before)
+
+    state, record = go(main())
+    client.close()
+    assert state.status == "cancelled" and state.text
+    assert record is not None and record.outcome == "client_disconnected"
+
+
+def test_http_error_body_shapes():
+    from streamwidgets.errors import error_from_http
+
+    anthropic = error_from_http(529, b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}')
+    assert (anthropic.message, anthropic.code, anthropic.http_status) == ("Overloaded", "overloaded_error", 529)
+    openrouter = error_from_http(402, b'{"error":{"code":402,"message":"Insufficient credits"},"user_id":"u"}')
+    assert (openrouter.message, openrouter.code) == ("Insufficient credits", 402)
+    ollama = error_from_http(404, b'{"error":{"message":"model not found","type":"not_found_error","code":null}}')
+    assert ollama.code == "not_found_error"
+    html = error_from_http(502, b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>")
+    assert html.message == "Bad gateway \u2014 502 Bad Gateway"
+    empty = error_from_http(503, b"", {"retry-after": "7"})
+    assert empty.message.startswith("The provider is unavailable") and empty.retry_after == 7.0
+
+
+def test_not_a_stream_json_answer_is_still_read():
+    # A server that ignores stream=true answers with one JSON completion.
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"id": "x", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Whole answer."}, "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        state = run(make_request("hi", base_url=f"http://127.0.0.1:{httpd.server_port}/v1", model="m"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (state.status, state.text, state.usage.total_tokens, state.finish_reason) == ("complete", "Whole answer.", 5, "stop")
+
+
+def test_httpx_is_really_used_over_loopback(server):
+    # Sanity: the embedded provider is a real HTTP server, reachable by a plain httpx client.
+    r = httpx.get(server.url + "/v1/models")
+    assert r.status_code == 200 and any(m["id"] == "demo" for m in r.json()["data"])
