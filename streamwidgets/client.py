@@ -312,7 +312,9 @@ async def _event_batches(
         yield [ErrorEvent(request.redact(f"Could not connect to {_where(request)}: {_reason(exc)}."), "connect_error")]
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:
         yield normalizer.close()
-        raise _Incomplete(request.redact(f"the connection broke: {_reason(exc)}.")) from None
+        raise _Incomplete(
+            request.redact(f"the connection closed before the answer was finished ({_reason(exc)}).")
+        ) from None
 
 
 def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> list[Event]:
