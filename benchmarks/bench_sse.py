@@ -150,7 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="~2 MB and 3 runs")
     parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--stdlib-json", action="store_true", help="measure streamwidgets without orjson")
     args = parser.parse_args(argv)
+    if args.stdlib_json:
+        import streamwidgets._json
+
+        streamwidgets._json.orjson = None
     size = 2_000_000 if args.quick else 20_000_000
     runs = args.runs or (3 if args.quick else 7)
     data, text = make_stream(size)
@@ -162,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     assert ours_pipeline(sample) == hand_written(sample) == text
 
     mb = len(data) / 1e6
-    print(f"stream: {mb:.1f} MB, {expected_events} events; CPU seconds, median of {runs} runs; python {sys.version.split()[0]}")
+    json_lib = "json (stdlib)" if args.stdlib_json else "orjson if installed"
+    print(f"stream: {mb:.1f} MB, {expected_events} events; CPU seconds, median of {runs} runs; "
+          f"python {sys.version.split()[0]}; streamwidgets JSON: {json_lib}")
     print()
     print("| chunking | contender | median CPU s | MB/s | streamwidgets is faster by |")
     print("|---|---|---:|---:|---:|")
