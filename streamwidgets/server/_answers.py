@@ -17,7 +17,6 @@ __all__ = [
     "ANSWERS",
     "SEARCH_ANSWERS",
     "MARKDOWN_SHOWCASE",
-    "MARKDOWN_REASONING",
     "XSS_TEXT",
     "XSS_REASONING",
     "XSS_SOURCES",
@@ -216,7 +215,16 @@ A single water molecule may spend only about nine days in the atmosphere, but th
     ),
     Answer(
         key="collections",
-        keywords=("tuple", "dict", "list vs", "lists and", "compare", "comparison", "difference between", "data structure"),
+        keywords=(
+            "tuple",
+            "dict",
+            "list vs",
+            "lists and",
+            "compare",
+            "comparison",
+            "difference between",
+            "data structure",
+        ),
         text="""Python's four built-in collections look similar but are made for different jobs.
 
 | Type | Syntax | Ordered | Mutable | Duplicates | Lookup by | Typical use |
@@ -504,8 +512,6 @@ console.log(norms); // [5, 10]
 Unicode check: naïve café, smörgåsbord, 東京, Ελληνικά, emoji 🚀🎉 and math: x² + y² = r², ∑ᵢ aᵢ ≤ ∞.
 """
 
-MARKDOWN_REASONING = """The user wants to see markdown rendering. I'll include headings at three levels, inline styles, nested and ordered lists, a task list, a table with an aligned column, two fenced code blocks in different languages, a blockquote, a horizontal rule and some non-ASCII text."""
-
 
 # Every payload below would set `window.__xss = 1` if a renderer executed it, so that a
 # browser test can check the marker after rendering this answer.
@@ -551,11 +557,46 @@ TOOL_INTRO = "I'll check the current weather in {first} and {second} at the same
 TOOL_REASONING = """The user wants the weather in two places. I have a weather tool, and the two lookups are independent, so I can call it twice in parallel: once for {first} and once for {second}. I'll ask for Celsius."""
 
 CITIES = (
-    "Paris", "Tokyo", "London", "Berlin", "Madrid", "Rome", "Lisbon", "Amsterdam", "Vienna",
-    "Prague", "Stockholm", "Oslo", "Helsinki", "Dublin", "Zurich", "New York", "Chicago",
-    "San Francisco", "Toronto", "Montréal", "Mexico City", "São Paulo", "Buenos Aires",
-    "Sydney", "Melbourne", "Auckland", "Singapore", "Seoul", "Beijing", "Mumbai", "Delhi",
-    "Cairo", "Nairobi", "Lagos", "Cape Town", "Istanbul", "Athens", "Warsaw", "Kyiv", "Reykjavík",
+    "Paris",
+    "Tokyo",
+    "London",
+    "Berlin",
+    "Madrid",
+    "Rome",
+    "Lisbon",
+    "Amsterdam",
+    "Vienna",
+    "Prague",
+    "Stockholm",
+    "Oslo",
+    "Helsinki",
+    "Dublin",
+    "Zurich",
+    "New York",
+    "Chicago",
+    "San Francisco",
+    "Toronto",
+    "Montréal",
+    "Mexico City",
+    "São Paulo",
+    "Buenos Aires",
+    "Sydney",
+    "Melbourne",
+    "Auckland",
+    "Singapore",
+    "Seoul",
+    "Beijing",
+    "Mumbai",
+    "Delhi",
+    "Cairo",
+    "Nairobi",
+    "Lagos",
+    "Cape Town",
+    "Istanbul",
+    "Athens",
+    "Warsaw",
+    "Kyiv",
+    "Reykjavík",
 )
 
 
@@ -565,17 +606,36 @@ SEARCH_ANSWERS: tuple[SearchAnswer, ...] = (
         keywords=("server-sent", "sse", "eventsource", "event stream", "stream", "browser"),
         query="server-sent events EventSource browser support",
         sources=(
-            ("HTML Standard — 9.2 Server-sent events", "https://html.spec.whatwg.org/multipage/server-sent-events.html"),
-            ("Using server-sent events - Web APIs | MDN", "https://developer.mozilla.org/en-US/docs/Web/API/Server-sent_events/Using_server-sent_events"),
+            (
+                "HTML Standard — 9.2 Server-sent events",
+                "https://html.spec.whatwg.org/multipage/server-sent-events.html",
+            ),
+            (
+                "Using server-sent events - Web APIs | MDN",
+                "https://developer.mozilla.org/en-US/docs/Web/API/Server-sent_events/Using_server-sent_events",
+            ),
             ("Server-sent events - Wikipedia", "https://en.wikipedia.org/wiki/Server-sent_events"),
             ("Server Sent Events — javascript.info", "https://javascript.info/server-sent-events"),
         ),
         passages=(
-            CitedPassage("Server-sent events are a web standard for pushing messages from a server to a browser over a single long-lived HTTP response. "),
-            CitedPassage("The format and the parsing rules are defined in the HTML Living Standard, which also specifies the `EventSource` interface that browsers expose [1]. ", (0,)),
-            CitedPassage("A stream is served as `text/event-stream`; each event is a group of `data:` lines (optionally with `event:` and `id:`) ended by a blank line, and lines starting with a colon are comments [2]. ", (1,)),
-            CitedPassage("Every current major browser supports `EventSource`, and the browser reconnects automatically after a dropped connection, sending the last event id back in a `Last-Event-ID` header [3][4]. ", (2, 3)),
-            CitedPassage("\n\nFor LLM APIs the same wire format is read with a streaming HTTP client instead of `EventSource`, because `EventSource` can only send GET requests without a body [2]."),
+            CitedPassage(
+                "Server-sent events are a web standard for pushing messages from a server to a browser over a single long-lived HTTP response. "
+            ),
+            CitedPassage(
+                "The format and the parsing rules are defined in the HTML Living Standard, which also specifies the `EventSource` interface that browsers expose [1]. ",
+                (0,),
+            ),
+            CitedPassage(
+                "A stream is served as `text/event-stream`; each event is a group of `data:` lines (optionally with `event:` and `id:`) ended by a blank line, and lines starting with a colon are comments [2]. ",
+                (1,),
+            ),
+            CitedPassage(
+                "Every current major browser supports `EventSource`, and the browser reconnects automatically after a dropped connection, sending the last event id back in a `Last-Event-ID` header [3][4]. ",
+                (2, 3),
+            ),
+            CitedPassage(
+                "\n\nFor LLM APIs the same wire format is read with a streaming HTTP client instead of `EventSource`, because `EventSource` can only send GET requests without a body [2]."
+            ),
         ),
     ),
     SearchAnswer(
@@ -584,16 +644,40 @@ SEARCH_ANSWERS: tuple[SearchAnswer, ...] = (
         query="how does photosynthesis work light reactions Calvin cycle",
         sources=(
             ("Photosynthesis - Wikipedia", "https://en.wikipedia.org/wiki/Photosynthesis"),
-            ("photosynthesis | Definition, Formula, Process, Diagram | Britannica", "https://www.britannica.com/science/photosynthesis"),
-            ("Photosynthesis (article) | Khan Academy", "https://www.khanacademy.org/science/biology/photosynthesis-in-plants"),
-            ("Photosynthesis - National Geographic Education", "https://education.nationalgeographic.org/resource/photosynthesis/"),
-            ("The Calvin cycle (article) | Khan Academy", "https://www.khanacademy.org/science/biology/photosynthesis-in-plants/the-calvin-cycle-reactions/a/calvin-cycle"),
+            (
+                "photosynthesis | Definition, Formula, Process, Diagram | Britannica",
+                "https://www.britannica.com/science/photosynthesis",
+            ),
+            (
+                "Photosynthesis (article) | Khan Academy",
+                "https://www.khanacademy.org/science/biology/photosynthesis-in-plants",
+            ),
+            (
+                "Photosynthesis - National Geographic Education",
+                "https://education.nationalgeographic.org/resource/photosynthesis/",
+            ),
+            (
+                "The Calvin cycle (article) | Khan Academy",
+                "https://www.khanacademy.org/science/biology/photosynthesis-in-plants/the-calvin-cycle-reactions/a/calvin-cycle",
+            ),
         ),
         passages=(
-            CitedPassage("Photosynthesis is the process by which plants, algae and cyanobacteria convert light energy into chemical energy stored in sugars [1]. ", (0,)),
-            CitedPassage("It takes place in chloroplasts and runs in two stages: the light-dependent reactions, which split water and release oxygen, and the light-independent Calvin cycle, which fixes carbon dioxide [2][3]. ", (1, 2)),
-            CitedPassage("In the Calvin cycle the enzyme RuBisCO attaches CO₂ to a five-carbon sugar, and the ATP and NADPH made in the light reactions power the steps that produce glucose precursors [5]. ", (4,)),
-            CitedPassage("Almost all of the oxygen in Earth's atmosphere was produced this way, and photosynthesis is the base of nearly every food chain [4]. ", (3,)),
+            CitedPassage(
+                "Photosynthesis is the process by which plants, algae and cyanobacteria convert light energy into chemical energy stored in sugars [1]. ",
+                (0,),
+            ),
+            CitedPassage(
+                "It takes place in chloroplasts and runs in two stages: the light-dependent reactions, which split water and release oxygen, and the light-independent Calvin cycle, which fixes carbon dioxide [2][3]. ",
+                (1, 2),
+            ),
+            CitedPassage(
+                "In the Calvin cycle the enzyme RuBisCO attaches CO₂ to a five-carbon sugar, and the ATP and NADPH made in the light reactions power the steps that produce glucose precursors [5]. ",
+                (4,),
+            ),
+            CitedPassage(
+                "Almost all of the oxygen in Earth's atmosphere was produced this way, and photosynthesis is the base of nearly every food chain [4]. ",
+                (3,),
+            ),
         ),
     ),
     SearchAnswer(
@@ -607,10 +691,22 @@ SEARCH_ANSWERS: tuple[SearchAnswer, ...] = (
             ("Python's asyncio: A Hands-On Walkthrough – Real Python", "https://realpython.com/async-io-python/"),
         ),
         passages=(
-            CitedPassage("`asyncio` is Python's standard library for writing concurrent code with the `async`/`await` syntax; it is used for network servers, database drivers and other I/O-bound work [1]. ", (0,)),
-            CitedPassage("The `async def` and `await` keywords were introduced by PEP 492 in Python 3.5 to make coroutines a first-class language feature [2]. ", (1,)),
-            CitedPassage("To run coroutines concurrently you wrap them in tasks, for example with `asyncio.create_task()` or `asyncio.gather()`, and the event loop switches between them whenever one of them awaits [3]. ", (2,)),
-            CitedPassage("A common beginner mistake is calling blocking functions such as `time.sleep()` inside a coroutine, which stalls every task on the loop [4].", (3,)),
+            CitedPassage(
+                "`asyncio` is Python's standard library for writing concurrent code with the `async`/`await` syntax; it is used for network servers, database drivers and other I/O-bound work [1]. ",
+                (0,),
+            ),
+            CitedPassage(
+                "The `async def` and `await` keywords were introduced by PEP 492 in Python 3.5 to make coroutines a first-class language feature [2]. ",
+                (1,),
+            ),
+            CitedPassage(
+                "To run coroutines concurrently you wrap them in tasks, for example with `asyncio.create_task()` or `asyncio.gather()`, and the event loop switches between them whenever one of them awaits [3]. ",
+                (2,),
+            ),
+            CitedPassage(
+                "A common beginner mistake is calling blocking functions such as `time.sleep()` inside a coroutine, which stalls every task on the loop [4].",
+                (3,),
+            ),
         ),
     ),
 )

@@ -21,7 +21,7 @@ _PIECE = re.compile(
     r"|[ \t]+"  # trailing spaces
     r"|\s"  # any other whitespace, one at a time
 )
-_LONGEST_WORD = 8
+_LONGEST_WORD = 10  # letters; longer words come out in pieces of five
 _WORD_PIECE = 5
 
 
@@ -30,7 +30,7 @@ def tokenize(text: str) -> list[str]:
     pieces: list[str] = []
     for match in _PIECE.finditer(text):
         piece = match.group()
-        if len(piece) > _LONGEST_WORD and piece.strip().isalpha():
+        if len(piece.lstrip()) > _LONGEST_WORD and piece.strip().isalpha():
             # Long words come out of a BPE vocabulary in several sub-word pieces.
             head = len(piece) - len(piece.lstrip()) + _WORD_PIECE
             pieces.append(piece[:head])

@@ -1,0 +1,296 @@
+"""Writing a script as an OpenAI Chat Completions stream, in any flavor's spelling.
+
+One writer serves every flavor: the differences (prefix, envelope, where the finish reason and
+the usage go, how sources and errors travel) are read from the flavor's `ChatStyle`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional, Union
+
+from ._flavors import ChatStyle, Flavor
+from ._frames import (
+    Cutoff,
+    Frame,
+    Stall,
+    Steps,
+    comment,
+    dumps,
+    group_tokens,
+    ident,
+    sse,
+)
+from ._scenarios import Script, ScriptError
+
+__all__ = ["chat_stream", "chat_completion", "text_completion", "chat_usage", "FINISH_REASONS"]
+
+FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
+
+# Engy's published example (14 prompt + 18 completion tokens cost 37 micro-dollars) fits these prices.
+_PRICE_INPUT = 0.60e-6
+_PRICE_CACHED = 0.15e-6
+_PRICE_OUTPUT = 1.60e-6
+
+_Part = Union[dict[str, Any], bytes]  # a delta, or raw bytes written as they are
+
+
+def chat_stream(script: Script, flavor: Flavor) -> Steps:
+    """The steps of a chat stream for `script` as `flavor` writes it."""
+    style = flavor.chat
+    out = _Chunks(script, style)
+    if flavor.greeting is not None:
+        yield Frame(comment(flavor.greeting))
+    if script.sources and style.sources == "leading_event":
+        sources = [{"title": s.title, "url": s.url} for s in script.sources]
+        yield Frame(out.raw({"object": "venym.sources", "sources": sources}), on_clock=True)
+    yield Frame(out.chunk(dict(style.role_delta)))
+    finish = FINISH_REASONS.get(script.ending)
+    parts = list(_parts(script, style, out))
+    last_delta = max((i for i, (part, _) in enumerate(parts) if isinstance(part, dict)), default=-1)
+    for index, (part, tokens) in enumerate(parts):
+        if isinstance(part, bytes):
+            yield Frame(part, tokens)
+        else:
+            on_last = index == last_delta and style.finish == "with_last_delta"
+            yield Frame(out.chunk(part, finish if on_last else None), tokens)
+    if script.ending == "error":
+        assert script.error is not None
+        yield Frame(out.error(script.error))
+    elif script.ending == "cutoff":
+        yield Cutoff(script.cutoff_abort)
+    elif script.ending == "stall":
+        yield Stall()
+    else:
+        for data in out.ending(finish):
+            yield Frame(data)
+
+
+def chat_completion(script: Script, flavor: Flavor) -> dict[str, Any]:
+    """The non-streaming `chat.completion` object for `script`."""
+    style = flavor.chat
+    out = _Chunks(script, style)
+    message: dict[str, Any] = {"role": "assistant", "content": script.text or None}
+    if style.choice_extras:  # OpenAI's full shape spells out the empty fields
+        message["refusal"] = None
+    if script.reasoning_tokens:
+        message[style.reasoning_field] = script.reasoning
+    if script.tool_calls:
+        message["tool_calls"] = [
+            {"id": out.call_id(i), "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for i, call in enumerate(script.tool_calls)
+        ]
+    if script.sources and style.sources == "annotations":
+        message["annotations"] = out.annotations()
+    if message["content"] is None and style.finish == "with_last_delta":
+        del message["content"]  # Vultr never writes a null
+    choice: dict[str, Any] = {"index": 0, "message": message, **dict(style.choice_extras)}
+    choice["finish_reason"] = FINISH_REASONS.get(script.ending, "stop")
+    body = out.envelope("chat.completion")
+    body["choices"] = [choice]
+    body["usage"] = chat_usage(script, style.usage_shape)
+    if style.billing_extension:
+        body["x_engy"] = out.billing()
+    if script.sources and style.sources != "annotations":
+        body.update(out.source_fields())
+    return body
+
+
+def text_completion(script: Script) -> dict[str, Any]:
+    """The legacy non-streaming `text_completion` object (Engy's /completions)."""
+    return {
+        "id": ident("cmpl-", script.nonce),
+        "object": "text_completion",
+        "created": script.created,
+        "model": script.model,
+        "choices": [
+            {
+                "text": script.text,
+                "index": 0,
+                "logprobs": None,
+                "finish_reason": FINISH_REASONS.get(script.ending, "stop"),
+            }
+        ],
+        "usage": chat_usage(script, "plain"),
+    }
+
+
+def chat_usage(script: Script, shape: str) -> dict[str, Any]:
+    """The usage object of a chat response in one of the shapes `ChatStyle.usage_shape` names."""
+    usage = script.usage
+    body: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if shape == "plain":
+        return body
+    body["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    if shape == "openai":
+        body["prompt_tokens_details"]["audio_tokens"] = 0
+        body["completion_tokens_details"].update(
+            audio_tokens=0, accepted_prediction_tokens=0, rejected_prediction_tokens=0
+        )
+    elif shape == "engy":
+        body["cost"] = _cost(script)
+    return body
+
+
+def _cost(script: Script) -> float:
+    usage = script.usage
+    fresh = usage.prompt_tokens - usage.cached_tokens
+    dollars = fresh * _PRICE_INPUT + usage.cached_tokens * _PRICE_CACHED + usage.completion_tokens * _PRICE_OUTPUT
+    return round(dollars, 9)
+
+
+def _parts(script: Script, style: ChatStyle, out: "_Chunks") -> Iterator[tuple[_Part, int]]:
+    """The content deltas in order (reasoning, text, sources, tool calls) with their token counts."""
+    sizes = style.tokens_per_chunk
+    for text, count in group_tokens(script.reasoning_tokens, sizes):
+        yield {style.reasoning_field: text}, count
+    tokens = script.text_tokens
+    cut = len(tokens) if script.malformed_after is None else script.malformed_after
+    for text, count in group_tokens(tokens[:cut], sizes):
+        yield {"content": text}, count
+    if script.malformed_after is not None:
+        yield out.malformed(), 0
+    for text, count in group_tokens(tokens[cut:], sizes):
+        yield {"content": text}, count
+    if script.sources and style.sources == "annotations" and script.ending in FINISH_REASONS:
+        yield {"annotations": out.annotations()}, 0
+    calls = script.tool_calls
+    headers = [
+        {
+            "tool_calls": [
+                {"index": i, "id": out.call_id(i), "type": "function", "function": {"name": call.name, "arguments": ""}}
+            ]
+        }
+        for i, call in enumerate(calls)
+    ]
+    arguments = [
+        [
+            ({"tool_calls": [{"index": i, "function": {"arguments": text}}]}, count)
+            for text, count in group_tokens(call.argument_tokens, sizes)
+        ]
+        for i, call in enumerate(calls)
+    ]
+    if style.tool_order == "headers_first":
+        for header in headers:
+            yield header, 0
+        for row in range(max((len(a) for a in arguments), default=0)):
+            for pieces in arguments:
+                if row < len(pieces):
+                    yield pieces[row]
+    else:
+        for header, pieces in zip(headers, arguments):
+            yield header, 0
+            yield from pieces
+
+
+class _Chunks:
+    """Serializes the chunks of one response: the fixed envelope fields and the flavor's spelling."""
+
+    def __init__(self, script: Script, style: ChatStyle) -> None:
+        self.script = script
+        self.style = style
+        self.id = ident("chatcmpl-", script.nonce)
+
+    def envelope(self, kind: str = "chat.completion.chunk") -> dict[str, Any]:
+        fields = {
+            "id": self.id,
+            "object": kind,
+            "created": self.script.created,
+            "model": self.script.model,
+            "system_fingerprint": "fp_demo",
+        }
+        return {key: fields[key] for key in self.style.envelope}
+
+    def raw(self, payload: dict[str, Any]) -> bytes:
+        return sse(dumps(payload, ascii_only=self.style.ascii_json), prefix=self.style.data_prefix)
+
+    def chunk(self, delta: Optional[dict[str, Any]], finish: Optional[str] = None, **extra: Any) -> bytes:
+        """One chunk; `delta=None` makes the `choices: []` kind that carries only usage."""
+        payload = self.envelope()
+        if delta is None:
+            payload["choices"] = []
+        else:
+            choice: dict[str, Any] = {"index": 0, "delta": delta, **dict(self.style.choice_extras)}
+            choice["finish_reason"] = finish
+            payload["choices"] = [choice]
+        if self.script.include_usage and self.style.usage_null_when_asked and self.style.usage == "if_asked":
+            payload["usage"] = None
+        payload.update(extra)
+        return self.raw(payload)
+
+    def ending(self, finish: Optional[str]) -> list[bytes]:
+        """The finish chunk, the usage chunk(s) and `[DONE]`, as the flavor orders them."""
+        style = self.style
+        usage = chat_usage(self.script, style.usage_shape)
+        frames: list[bytes] = []
+        if style.finish != "never":
+            extra: dict[str, Any] = {}
+            if style.usage in ("on_finish_chunk", "final_one_choice"):
+                extra["usage"] = usage
+            if style.billing_extension:
+                extra["x_engy"] = self.billing()
+            if self.script.sources and style.sources == "trailing_fields":
+                extra.update(self.source_fields())
+            frames.append(self.chunk({}, finish, **extra))
+        if style.usage == "final_empty_choices" or (
+            style.usage in ("if_asked", "on_finish_chunk") and self.script.include_usage
+        ):
+            frames.append(self.chunk(None, usage=usage))
+        frames.append(sse("[DONE]", prefix=style.data_prefix))
+        return frames
+
+    def error(self, error: ScriptError) -> bytes:
+        fields = {
+            "message": error.message,
+            "type": "server_error" if error.kind == "server_error" else "insufficient_quota",
+            "param": None,
+            "code": None if error.kind == "server_error" else "insufficient_balance",
+        }
+        payload = {"error": {key: fields[key] for key in self.style.error_fields}}
+        data = dumps(payload, ascii_only=self.style.ascii_json, spaced=self.style.error_spaced)
+        if self.style.error == "event":
+            return sse(data, event="error", prefix=self.style.data_prefix)
+        return sse(data, prefix=self.style.data_prefix)
+
+    def malformed(self) -> bytes:
+        """A chunk cut off inside a JSON string: the one event a client cannot parse."""
+        head = dumps(self.envelope(), ascii_only=self.style.ascii_json)[:-1]
+        return (f'{self.style.data_prefix}{head},"choices":[{{"index":0,"delta":{{"content":"\\u00\n\n').encode()
+
+    def call_id(self, index: int) -> str:
+        return ident("call_", self.script.nonce, f"call{index}")
+
+    def annotations(self) -> list[dict[str, Any]]:
+        sources = self.script.sources
+        return [
+            {
+                "type": "url_citation",
+                "url_citation": {
+                    "url": sources[c.source].url,
+                    "title": sources[c.source].title,
+                    "start_index": c.start,
+                    "end_index": c.end,
+                    "content": c.cited_text,
+                },
+            }
+            for block in self.script.blocks
+            for c in block.citations
+        ]
+
+    def source_fields(self) -> dict[str, Any]:
+        sources = self.script.sources
+        return {
+            "citations": [s.url for s in sources],
+            "search_results": [{"title": s.title, "url": s.url} for s in sources],
+            "num_search_queries": 1,
+        }
+
+    def billing(self) -> dict[str, Any]:
+        return {
+            "request_id": ident("req_", self.script.nonce, "engy"),
+            "charged_micro": round(_cost(self.script) * 1_000_000),
+        }

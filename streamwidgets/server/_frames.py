@@ -1,0 +1,83 @@
+"""The steps a writer hands to the network edge: frames of SSE bytes, and how the stream ends.
+
+Writers are generators of these steps and know nothing about sockets or clocks. A `Frame`
+says how many tokens it delivers, and the edge schedules it on the token clock (first-token
+delay plus tokens over rate); `Stall` and `Cutoff` end a stream without a proper terminator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Union
+
+__all__ = ["Frame", "Stall", "Cutoff", "Step", "Steps", "sse", "comment", "dumps", "ident", "group_tokens"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Bytes to write. `tokens` > 0 paces the frame on the token clock; so does `on_clock`
+    for a frame that carries no token but must not come before its time (search results that
+    arrive when the search is over)."""
+
+    data: bytes
+    tokens: int = 0
+    on_clock: bool = False
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Write nothing more and keep the connection open until the client leaves."""
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """End the stream now, without the dialect's terminator, and close the connection:
+    after a proper end of the HTTP body, or (`abort`) in the middle of it."""
+
+    abort: bool = False
+
+
+Step = Union[Frame, Stall, Cutoff]
+Steps = Iterator[Step]
+
+
+def dumps(payload: Any, *, ascii_only: bool = False, spaced: bool = False) -> str:
+    """Compact JSON as providers send it (`spaced` for Python's default separators)."""
+    separators = (", ", ": ") if spaced else (",", ":")
+    return json.dumps(payload, ensure_ascii=ascii_only, separators=separators)
+
+
+def sse(data: str, *, event: Optional[str] = None, prefix: str = "data: ") -> bytes:
+    """One SSE event: an optional `event:` line, the `data` line(s), a blank line."""
+    lines = [f"event: {event}"] if event else []
+    lines.extend(prefix + line for line in data.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def comment(text: str) -> bytes:
+    """An SSE comment line, the heartbeat that carries no event."""
+    return f": {text}\n\n".encode("utf-8") if text else b":\n\n"
+
+
+def ident(prefix: str, nonce: str, salt: str = "") -> str:
+    """An id in a provider's style (`chatcmpl-…`, `call_…`), derived from the script's nonce so
+    that a seeded request gets the same ids every time."""
+    if not salt:
+        return prefix + nonce
+    return prefix + hashlib.sha256(f"{nonce}:{salt}".encode()).hexdigest()[:24]
+
+
+def group_tokens(tokens: tuple[str, ...], sizes: tuple[int, ...]) -> list[tuple[str, int]]:
+    """Merge token pieces into chunks of `sizes` tokens (cycled): (text, token count) pairs."""
+    groups: list[tuple[str, int]] = []
+    index = 0
+    turn = 0
+    while index < len(tokens):
+        size = sizes[turn % len(sizes)]
+        piece = tokens[index : index + size]
+        groups.append(("".join(piece), len(piece)))
+        index += size
+        turn += 1
+    return groups

@@ -1,0 +1,301 @@
+"""Writing a script as an OpenAI Responses stream: typed events numbered by `sequence_number`.
+
+The order follows OpenAI's: `response.created`, `response.in_progress`, then one output item at
+a time (web search call, reasoning with its summary, the message with its text and
+`url_citation` annotations, function calls), each opened with `output_item.added` and closed
+with `output_item.done`, and a terminal `response.completed` / `incomplete` / `failed`. The
+official SDK's stream helper checks item identities and ordering, so the ids stay consistent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ._flavors import Flavor
+from ._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
+from ._scenarios import Script, ScriptError
+
+__all__ = ["responses_stream", "response_object"]
+
+
+def responses_stream(script: Script, flavor: Flavor) -> Steps:
+    """The steps of a Responses stream for `script`."""
+    out = _Events(script, flavor)
+    yield Frame(out.event("response.created", response=out.response("in_progress")))
+    yield Frame(out.event("response.in_progress", response=out.response("in_progress")))
+    if script.ending == "error" and not script.text_tokens:
+        yield from out.failure(script.error)
+        return
+    if script.search_query is not None:
+        yield from out.web_search()
+    if script.reasoning_tokens:
+        yield from out.reasoning()
+    if script.blocks:
+        yield from out.message()
+    for index in range(len(script.tool_calls)):
+        yield from out.function_call(index)
+    if script.ending == "error":
+        yield from out.failure(script.error)
+    elif script.ending == "cutoff":
+        yield Cutoff(script.cutoff_abort)
+    elif script.ending == "stall":
+        yield Stall()
+    elif script.ending == "length":
+        yield Frame(out.event("response.incomplete", response=out.response("incomplete")))
+    else:
+        yield Frame(out.event("response.completed", response=out.response("completed")))
+
+
+def response_object(script: Script, flavor: Flavor) -> dict[str, Any]:
+    """The non-streaming Response object for `script`."""
+    out = _Events(script, flavor)
+    out.items = out.all_items()
+    return out.response("incomplete" if script.ending == "length" else "completed")
+
+
+class _Events:
+    """Numbers the events of one response and remembers its finished output items."""
+
+    def __init__(self, script: Script, flavor: Flavor) -> None:
+        self.script = script
+        self.flavor = flavor
+        self.sequence = 0
+        self.id = ident("resp_", script.nonce)
+        self.items: list[dict[str, Any]] = []
+
+    # -------------------------------------------------------------- building blocks
+
+    def event(self, kind: str, **fields: Any) -> bytes:
+        payload = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return sse(dumps(payload), event=kind)
+
+    def response(self, status: str, error: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        final = status in ("completed", "incomplete")
+        usage = self.script.usage
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.script.created,
+            "status": status,
+            "background": False,
+            "error": error,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "instructions": None,
+            "max_output_tokens": None,
+            "model": self.script.model,
+            "output": list(self.items) if final or status == "failed" else [],
+            "parallel_tool_calls": True,
+            "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None},
+            "store": False,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": {
+                "input_tokens": usage.prompt_tokens,
+                "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+                "output_tokens": usage.completion_tokens,
+                "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+                "total_tokens": usage.total_tokens,
+            }
+            if final
+            else None,
+            "metadata": {},
+        }
+
+    def all_items(self) -> list[dict[str, Any]]:
+        """Every finished output item, for the non-streaming response."""
+        items: list[dict[str, Any]] = []
+        if self.script.search_query is not None:
+            items.append(self._search_item("completed"))
+        if self.script.reasoning_tokens:
+            items.append(self._reasoning_item(self.flavor.responses_reasoning))
+        if self.script.blocks:
+            items.append(self._message_item("incomplete" if self.script.ending == "length" else "completed", True))
+        items.extend(self._call_item(i, "completed") for i in range(len(self.script.tool_calls)))
+        return items
+
+    # -------------------------------------------------------------- output items
+
+    def _search_item(self, status: str) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": ident("ws_", self.script.nonce, "search"),
+            "type": "web_search_call",
+            "status": status,
+        }
+        if status == "completed":
+            item["action"] = {
+                "type": "search",
+                "query": self.script.search_query,
+                "sources": [{"type": "url", "url": s.url} for s in self.script.sources],
+            }
+        return item
+
+    def web_search(self) -> Steps:
+        index = len(self.items)
+        item_id = self._search_item("in_progress")["id"]
+        yield Frame(self.event("response.output_item.added", output_index=index, item=self._search_item("in_progress")))
+        yield Frame(self.event("response.web_search_call.in_progress", output_index=index, item_id=item_id))
+        yield Frame(self.event("response.web_search_call.searching", output_index=index, item_id=item_id))
+        # The search takes the first-token delay: its results come on the clock, not at once.
+        yield Frame(
+            self.event("response.web_search_call.completed", output_index=index, item_id=item_id), on_clock=True
+        )
+        done = self._search_item("completed")
+        self.items.append(done)
+        yield Frame(self.event("response.output_item.done", output_index=index, item=done))
+
+    def _reasoning_item(self, with_summary: bool) -> dict[str, Any]:
+        summary = [{"type": "summary_text", "text": self.script.reasoning}] if with_summary else []
+        return {"id": ident("rs_", self.script.nonce, "reasoning"), "type": "reasoning", "summary": summary}
+
+    def reasoning(self) -> Steps:
+        index = len(self.items)
+        item = self._reasoning_item(False)
+        tokens = self.script.reasoning_tokens
+        if not self.flavor.responses_reasoning:
+            # Engy: "on /v1/responses, reasoning is not returned" - the model still spends the time.
+            yield Frame(b"", len(tokens))
+            return
+        yield Frame(self.event("response.output_item.added", output_index=index, item=item))
+        place = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+        yield Frame(
+            self.event("response.reasoning_summary_part.added", **place, part={"type": "summary_text", "text": ""})
+        )
+        for token in tokens:
+            yield Frame(self.event("response.reasoning_summary_text.delta", **place, delta=token), 1)
+        text = self.script.reasoning
+        yield Frame(self.event("response.reasoning_summary_text.done", **place, text=text))
+        yield Frame(
+            self.event("response.reasoning_summary_part.done", **place, part={"type": "summary_text", "text": text})
+        )
+        done = self._reasoning_item(True)
+        self.items.append(done)
+        yield Frame(self.event("response.output_item.done", output_index=index, item=done))
+
+    def _annotations(self, upto: Optional[int] = None) -> list[dict[str, Any]]:
+        sources = self.script.sources
+        return [
+            {
+                "type": "url_citation",
+                "title": sources[c.source].title,
+                "url": sources[c.source].url,
+                "start_index": c.start,
+                "end_index": c.end,
+            }
+            for block in self.script.blocks
+            for c in block.citations
+            if upto is None or c.end <= upto
+        ]
+
+    def _message_item(self, status: str, full: bool) -> dict[str, Any]:
+        content = (
+            [{"type": "output_text", "text": self.script.text, "annotations": self._annotations(), "logprobs": []}]
+            if full
+            else []
+        )
+        return {
+            "id": ident("msg_", self.script.nonce, "message"),
+            "type": "message",
+            "status": status,
+            "role": "assistant",
+            "content": content,
+        }
+
+    def message(self) -> Steps:
+        index = len(self.items)
+        item = self._message_item("in_progress", False)
+        place = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        yield Frame(self.event("response.output_item.added", output_index=index, item=item))
+        yield Frame(
+            self.event(
+                "response.content_part.added",
+                **place,
+                part={"type": "output_text", "text": "", "annotations": [], "logprobs": []},
+            )
+        )
+        citations = [c for block in self.script.blocks for c in block.citations]
+        tokens = self.script.text_tokens
+        written = 0
+        announced = 0
+        for count, token in enumerate(tokens, 1):
+            yield Frame(self.event("response.output_text.delta", **place, delta=token, logprobs=[]), 1)
+            written += len(token)
+            if count == self.script.malformed_after:
+                yield Frame(self.malformed(place))
+            while announced < len(citations) and citations[announced].end <= written:
+                annotation = self._annotations(written)[announced]
+                yield Frame(
+                    self.event(
+                        "response.output_text.annotation.added",
+                        **place,
+                        annotation_index=announced,
+                        annotation=annotation,
+                    )
+                )
+                announced += 1
+        if self.script.ending not in ("stop", "length", "tool_calls"):
+            return
+        text = self.script.text
+        yield Frame(self.event("response.output_text.done", **place, text=text, logprobs=[]))
+        part = {"type": "output_text", "text": text, "annotations": self._annotations(), "logprobs": []}
+        yield Frame(self.event("response.content_part.done", **place, part=part))
+        done = self._message_item("incomplete" if self.script.ending == "length" else "completed", True)
+        self.items.append(done)
+        yield Frame(self.event("response.output_item.done", output_index=index, item=done))
+
+    def _call_item(self, index: int, status: str) -> dict[str, Any]:
+        call = self.script.tool_calls[index]
+        return {
+            "id": ident("fc_", self.script.nonce, f"call{index}"),
+            "type": "function_call",
+            "status": status,
+            "arguments": call.arguments if status == "completed" else "",
+            "call_id": ident("call_", self.script.nonce, f"call{index}"),
+            "name": call.name,
+        }
+
+    def function_call(self, index: int) -> Steps:
+        output_index = len(self.items)
+        item = self._call_item(index, "in_progress")
+        yield Frame(self.event("response.output_item.added", output_index=output_index, item=item))
+        for token in self.script.tool_calls[index].argument_tokens:
+            yield Frame(
+                self.event(
+                    "response.function_call_arguments.delta", item_id=item["id"], output_index=output_index, delta=token
+                ),
+                1,
+            )
+        if self.script.ending not in ("stop", "length", "tool_calls"):
+            return
+        done = self._call_item(index, "completed")
+        yield Frame(
+            self.event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=output_index,
+                name=done["name"],
+                arguments=done["arguments"],
+            )
+        )
+        self.items.append(done)
+        yield Frame(self.event("response.output_item.done", output_index=output_index, item=done))
+
+    # -------------------------------------------------------------- failures
+
+    def malformed(self, place: dict[str, Any]) -> bytes:
+        """An event cut off inside its JSON; it takes no sequence number."""
+        head = dumps({"type": "response.output_text.delta", "sequence_number": self.sequence, **place})[:-1]
+        return f'event: response.output_text.delta\ndata: {head},"delta":"\\u00\n\n'.encode()
+
+    def failure(self, error: Optional[ScriptError]) -> Steps:
+        assert error is not None
+        code = "server_error" if error.kind == "server_error" else "insufficient_quota"
+        if self.flavor.responses_error_event:
+            yield Frame(self.event("error", code=code, message=error.message, param=None))
+        failed = self.response("failed", error={"code": code, "message": error.message})
+        yield Frame(self.event("response.failed", response=failed))

@@ -1,0 +1,188 @@
+"""`DemoServer`: the loopback server in a daemon thread with its own asyncio loop.
+
+A notebook's own loop must stay free for the widgets, so the server never shares it: it runs in
+a thread of its own, starts in a few milliseconds, and `stop()` closes the listener and every
+open connection before joining the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import TracebackType
+from typing import Any, Optional
+
+from ._flavors import FLAVORS
+from ._http import ConnectionHandler
+from ._records import ConnectionRecord, Registry
+from ._routes import Router
+
+__all__ = ["DemoServer", "start_server", "serve_forever"]
+
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 5.0
+
+
+class DemoServer:
+    """An OpenAI-, Responses- and Anthropic-compatible demo provider on a loopback port.
+
+    `port=0` picks a free port; `url`, `base_url` and `port` are known once `start()` returned.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self._registry = Registry()
+        self._handler = ConnectionHandler(Router(self._registry.snapshot), self._registry)
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._server: Optional[asyncio.AbstractServer] = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<DemoServer {state} {self.url}>"
+
+    # -------------------------------------------------------------- addresses
+
+    @property
+    def url(self) -> str:
+        """The root URL, e.g. `http://127.0.0.1:43117`."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The default flavor's API base, for `OpenAI(base_url=...)` / `Anthropic(base_url=...)`."""
+        return f"{self.url}/v1"
+
+    def flavor_url(self, flavor: str) -> str:
+        """The API base of a seed provider's flavor, e.g. `http://127.0.0.1:43117/venym/v1`."""
+        if flavor not in FLAVORS:
+            raise ValueError(f"unknown flavor {flavor!r}; choose one of {', '.join(FLAVORS)}")
+        return self.base_url if flavor == "demo" else f"{self.url}/{flavor}/v1"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -------------------------------------------------------------- records
+
+    @property
+    def connections(self) -> list[ConnectionRecord]:
+        """A snapshot (copies) of the records of streamed responses, oldest first."""
+        return self._registry.snapshot()
+
+    def wait_for_disconnect(self, timeout: float = 5.0, *, after: int = 0) -> Optional[ConnectionRecord]:
+        """The first stream with an id greater than `after` whose client left mid-stream,
+        waiting up to `timeout` seconds; None if there is none by then."""
+        return self._registry.wait_for("client_disconnected", timeout, after)
+
+    # -------------------------------------------------------------- life cycle
+
+    def start(self) -> "DemoServer":
+        """Start serving in a background thread; a running server is left as it is."""
+        with self._lock:
+            if self.running:
+                return self
+            ready = threading.Event()
+            failure: list[BaseException] = []
+            thread = threading.Thread(
+                target=self._run, args=(ready, failure), name=f"streamwidgets-demo-server:{self.port}", daemon=True
+            )
+            thread.start()
+            if not ready.wait(_START_TIMEOUT):
+                raise RuntimeError("the demo server did not start in time")
+            if failure:
+                thread.join(_STOP_TIMEOUT)
+                raise failure[0]
+            self._thread = thread
+            return self
+
+    def stop(self) -> None:
+        """Close the listener and every open connection, and join the thread. Idempotent."""
+        with self._lock:
+            thread, loop = self._thread, self._loop
+            if thread is None or loop is None:
+                return
+            if thread.is_alive() and not loop.is_closed():
+                try:
+                    asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(_STOP_TIMEOUT)
+                finally:
+                    loop.call_soon_threadsafe(loop.stop)
+            thread.join(_STOP_TIMEOUT)
+            self._thread = None
+
+    def __enter__(self) -> "DemoServer":
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            server = loop.run_until_complete(asyncio.start_server(self._accept, self.host, self.port))
+        except BaseException as exc:  # a port in use, a bad host: reported by start()
+            failure.append(exc)
+            loop.close()
+            ready.set()
+            return
+        self._loop, self._server = loop, server
+        self.port = server.sockets[0].getsockname()[1]
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            await self._handler.serve(reader, writer)
+        except asyncio.CancelledError:
+            # stop() cancelled this connection; ending quietly keeps asyncio's stream callback
+            # from logging the cancellation as an unhandled error.
+            pass
+        finally:
+            self._tasks.discard(task)
+
+    async def _shutdown(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+
+_shared: Optional[DemoServer] = None
+_shared_lock = threading.Lock()
+
+
+def start_server(host: str = "127.0.0.1", port: int = 0) -> DemoServer:
+    """The process-wide demo server, started on first use; later calls return the same one
+    (their arguments are then ignored) as long as it runs."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.running:
+            _shared = DemoServer(host, port).start()
+        return _shared
+
+
+def serve_forever(host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve in the foreground until interrupted (for `python -m streamwidgets serve`)."""
+    server = DemoServer(host, port).start()
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
