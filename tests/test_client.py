@@ -35,7 +35,16 @@ def req(server, model="demo", api="chat", prompt="What is streaming?", flavor=No
 
 
 def go(coro):
-    return asyncio.run(coro)
+    """Run a coroutine on a fresh loop and fail on any exception a task left unhandled."""
+    problems: list[dict] = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: problems.append(context))
+        return await coro
+
+    result = asyncio.run(main())
+    assert problems == [], problems
+    return result
 
 
 def open_connections(server) -> list:
