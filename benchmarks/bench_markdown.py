@@ -13,13 +13,17 @@ Run: .venv/bin/python benchmarks/bench_markdown.py   (prints a markdown table, ~
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
+
+import comm
+from comm.base_comm import BaseComm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,7 +78,9 @@ def generate_answer(tokens: int, seed: int = 7, big_code_lines: int = 0) -> str:
     parts: list[str] = [" ".join(_sentence(rnd) for _ in range(3))]
     section = 0
     big_done = big_code_lines == 0
-    while sum(len(tokenize(p)) for p in parts[-40:]) >= 0 and len(tokenize("\n\n".join(parts))) < tokens:
+    count = len(tokenize(parts[0]))
+    while count < tokens:
+        before = len(parts)
         section += 1
         parts.append(f"## {section}. {rnd.choice(_WORDS).capitalize()} and {rnd.choice(_WORDS)}")
         for _ in range(rnd.randint(3, 6)):
@@ -99,9 +105,10 @@ def generate_answer(tokens: int, seed: int = 7, big_code_lines: int = 0) -> str:
                 parts.append("\n".join([rows[0], "|" + "---|" * cols, *rows[1:]]))
             else:
                 parts.append("> " + _sentence(rnd) + "\n> " + _sentence(rnd))
-        if not big_done and len(tokenize("\n\n".join(parts))) > tokens // 3:
+        if not big_done and count > tokens // 3:
             parts.append(f"```python\n{_code(rnd, big_code_lines)}\n```")
             big_done = True
+        count += sum(len(tokenize(part)) + 1 for part in parts[before:])
     return "\n\n".join(parts) + "\n"
 
 
@@ -130,9 +137,11 @@ def _median_seconds(run: Callable[[], object], repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def bench_cpu() -> None:
+def bench_cpu() -> list[str]:
+    """CPU seconds: one render of the final text, all incremental work, naive re-render per update."""
     text = generate_answer(100_000, big_code_lines=2000)
     frames = list(prefixes(text, 50))
+    reference = render_markdown(text)
 
     def incremental() -> None:
         im = IncrementalMarkdown()
@@ -141,12 +150,118 @@ def bench_cpu() -> None:
         im.finish(text)
         assert im.html == reference
 
-    reference = render_markdown(text)
     one = _median_seconds(lambda: render_markdown(text))
     inc = _median_seconds(incremental)
-    print(f"text {len(text)} chars, {len(tokenize(text))} tokens, {len(frames)} updates")
-    print(f"one render {one:.3f}s, incremental {inc:.3f}s, ratio {inc / one:.2f}x")
+    # Naive re-renders the whole text every update: far too slow to run in full (minutes), so
+    # time 40 evenly spaced updates and scale up (render time is linear in the text length).
+    sample = frames[:: max(1, len(frames) // 40)]
+    start = time.process_time()
+    for frame in sample:
+        render_markdown(frame)
+    naive = (time.process_time() - start) * len(frames) / len(sample)
+    return [
+        (
+            f"Rendering work, {len(tokenize(text)):,}-token answer ({len(text) / 1000:.0f} kB of markdown, "
+            f"a 2,000-line code block), {len(frames):,} updates of 50 tokens, CPU seconds "
+            "(median of 5 runs; naive estimated from 40 sampled updates):"
+        ),
+        "",
+        "| | CPU s | vs one render |",
+        "|---|---:|---:|",
+        f"| one `render_markdown` of the final text | {one:.3f} | 1.00x |",
+        f"| `IncrementalMarkdown`, all updates + finish | {inc:.3f} | {inc / one:.2f}x |",
+        f"| naive `render_markdown(text so far)` per update | {naive:.1f} | {naive / one:.0f}x |",
+    ]
+
+
+class _Wire:
+    """Records what widgets would publish, sized as ipykernel's Comm sends it: the JSON of the
+    message content (data, comm_id, target) and metadata, plus 500 bytes of Jupyter envelope."""
+
+    ENVELOPE = 500
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.messages = 0
+        self._saved = comm.create_comm
+        wire = self
+
+        class RecordingComm(BaseComm):
+            def publish_msg(
+                self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+            ) -> None:
+                content = {"data": data or {}, "comm_id": self.comm_id, **keys}
+                wire.messages += 1
+                wire.bytes += len(json.dumps(content, ensure_ascii=False).encode()) + wire.ENVELOPE
+                wire.bytes += len(json.dumps(metadata or {}).encode())
+
+        comm.create_comm = RecordingComm
+
+    def restore(self) -> None:
+        comm.create_comm = self._saved
+
+    def reset(self) -> None:
+        self.bytes = self.messages = 0
+
+
+def _naive_message_bytes(frame: str) -> int:
+    value = json.dumps(render_markdown(frame), ensure_ascii=False)
+    return len(value.encode()) + 100 + _Wire.ENVELOPE  # {"data": {"method": "update", ...}}
+
+
+def bench_bytes() -> list[str]:
+    """Widget-message bytes per markdown byte: the pane vs `HTML.value = render(all)` per update."""
+    import ipywidgets as w
+
+    from streamwidgets.widgets.markdown_pane import MarkdownPane
+
+    rows = [
+        "Widget-message bytes for an answer streamed at 50 tokens per update (1,000 tokens/s at",
+        "20 updates/s), per byte of markdown; naive = `HTML.value = render_markdown(text so far)`",
+        "every update (measured at 2k and 20k tokens, estimated from 50 sampled updates at 100k):",
+        "",
+        "| tokens | markdown | HTML / md | updates | pane messages | pane bytes | pane / md | naive / md | naive / pane |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    wire = _Wire()
+    try:
+        for tokens in (2_000, 20_000, 100_000):
+            text = generate_answer(tokens, big_code_lines=2000 if tokens == 100_000 else 0)
+            frames = list(prefixes(text, 50))
+            md = len(text.encode())
+            wire.reset()
+            pane = MarkdownPane()
+            for frame in frames[:-1]:
+                pane.update(frame)
+            pane.finish(text)
+            assert pane.html == render_markdown(text)
+            pane_bytes, pane_messages = wire.bytes, wire.messages
+            if tokens <= 20_000:
+                wire.reset()
+                naive = w.HTML()
+                for frame in frames:
+                    naive.value = render_markdown(frame)
+                naive_bytes = wire.bytes
+            else:
+                sample = frames[:: max(1, len(frames) // 50)]
+                naive_bytes = int(statistics.mean(_naive_message_bytes(f) for f in sample) * len(frames))
+            html_ratio = len(render_markdown(text).encode()) / md
+            rows.append(
+                f"| {tokens:,} | {md / 1000:.0f} kB | {html_ratio:.2f} | {len(frames):,} | {pane_messages:,} "
+                f"| {pane_bytes / 1e6:.2f} MB | {pane_bytes / md:.1f}x | {naive_bytes / md:.0f}x "
+                f"| {naive_bytes / pane_bytes:.0f}x |"
+            )
+    finally:
+        wire.restore()
+    return rows
+
+
+def main() -> None:
+    started = time.perf_counter()
+    lines = [*bench_cpu(), "", *bench_bytes()]
+    print("\n".join(lines))
+    print(f"\n(run time {time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":
-    bench_cpu()
+    main()
