@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence, TextIO
+from typing import Optional, Sequence
 
 import anyio
 
@@ -16,58 +16,11 @@ from .client import make_request, stream_into
 from .providers import PROVIDERS
 from .recording import replay_into
 from .state import StreamState
+from .widgets.terminal import TerminalPrinter
 
-__all__ = ["main", "TerminalPrinter"]
+__all__ = ["main"]
 
 QUICKSTART_PROMPT = "How does streaming an LLM answer with server-sent events work?"
-
-
-class TerminalPrinter:
-    """Prints what is new in a state each time it is notified: reasoning dimmed, then the answer."""
-
-    def __init__(self, state: StreamState, out: TextIO = sys.stdout, *, reasoning: bool = True) -> None:
-        self.state = state
-        self.out = out
-        self.show_reasoning = reasoning
-        self._text = 0
-        self._reasoning = 0
-        self._color = out.isatty()
-
-    def __call__(self) -> None:
-        state = self.state
-        if self.show_reasoning and state.reasoning_length > self._reasoning:
-            if self._reasoning == 0:
-                self._write("[reasoning] ", dim=True)
-            self._write(state.reasoning[self._reasoning :], dim=True)
-            self._reasoning = state.reasoning_length
-        if state.text_length > self._text:
-            if self._text == 0 and self._reasoning:
-                self._write("\n\n")
-            self._write(state.text[self._text :])
-            self._text = state.text_length
-        self.out.flush()
-
-    def summary(self) -> str:
-        state = self.state
-        lines = [""]
-        for n, source in enumerate(state.sources, 1):
-            lines.append(f"[{n}] {source.title or source.url} <{source.url}>")
-        for call in state.tool_calls:
-            lines.append(f"tool call {call.name}({call.arguments})")
-        tokens, estimated = state.completion_tokens
-        usage = state.usage
-        parts = [f"{'~' if estimated else ''}{tokens} completion tokens"]
-        if usage is not None and usage.prompt_tokens is not None:
-            parts.insert(0, f"{usage.prompt_tokens} prompt tokens")
-        if usage is not None and usage.cost is not None:
-            parts.append(f"cost {usage.cost:g}")
-        if state.tokens_per_second:
-            parts.append(f"{state.tokens_per_second:.0f} tokens/s")
-        lines.append(f"[{state.status}] {state.message} · " + ", ".join(parts))
-        return "\n".join(lines)
-
-    def _write(self, text: str, dim: bool = False) -> None:
-        self.out.write(f"\x1b[2m{text}\x1b[0m" if dim and self._color else text)
 
 
 async def _ask(args: argparse.Namespace, prompt: str) -> int:
@@ -87,17 +40,17 @@ async def _ask(args: argparse.Namespace, prompt: str) -> int:
     if request.offline_note:
         print(f"({request.offline_note})", file=sys.stderr)
     state = StreamState()
-    printer = TerminalPrinter(state, reasoning=not args.no_reasoning)
-    await stream_into(request, state, notify=printer, record=args.record)
-    print(printer.summary())
+    printer = TerminalPrinter(state, sys.stdout, redact=request.redact)
+    await stream_into(request, state, notify=printer.notify, record=args.record)
+    printer.finish()
     return 0 if state.status == "complete" else 1
 
 
 async def _replay(args: argparse.Namespace) -> int:
     state = StreamState()
-    printer = TerminalPrinter(state)
-    await replay_into(args.file, state, speed=args.speed, notify=printer)
-    print(printer.summary())
+    printer = TerminalPrinter(state, sys.stdout)
+    await replay_into(args.file, state, speed=args.speed, notify=printer.notify)
+    printer.finish()
     return 0 if state.status == "complete" else 1
 
 
@@ -121,7 +74,6 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--system", help="a system prompt")
         p.add_argument("--max-tokens", type=int)
         p.add_argument("--offline", action="store_true", help="use the embedded provider's imitation of the preset")
-        p.add_argument("--no-reasoning", action="store_true", help="do not print the reasoning")
         p.add_argument("--record", metavar="FILE", help="save the stream as a recording for replay")
 
     replay = sub.add_parser("replay", help="replay a recording (or a raw SSE file) into the terminal")

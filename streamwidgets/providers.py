@@ -47,7 +47,7 @@ _ALL = ("chat", "responses", "messages")
 PROVIDERS: dict[str, Provider] = {
     p.name: p
     for p in [
-        Provider("demo", None, None, "chat", _ALL, "demo", key_optional=True,
+        Provider("demo", None, None, "chat", _ALL, "demo", key_optional=True, citation_markers=True,
                  note="embedded offline provider on 127.0.0.1; no key, no network"),
         Provider("venym", "https://venym.io/v1", "VENYM_API_KEY", "chat", ("chat",), "venym/qwen-27b",
                  note="usage always on; ':online' models search the web and send a leading sources event"),

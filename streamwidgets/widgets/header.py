@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-import ipywidgets as w
-
 from ..markdown import escape_html
 from ..state import StreamState
 from . import formatting
-from .sync import set_traits
+from .sync import Parts, set_traits
+from .traffic import Cost
 
 __all__ = ["Header", "STATUS_WORDS", "header_html"]
 
@@ -51,6 +50,7 @@ def header_html(
     model: Optional[str] = None,
     provider: Optional[str] = None,
     part: int = 1,
+    note: Optional[str] = None,
 ) -> str:
     """The header's HTML. Model and provider names come from the stream, so they are escaped."""
     phase = state.phase
@@ -60,8 +60,8 @@ def header_html(
     if name:
         items.append(f'<span class="sw-model">{escape_html(formatting.shorten(name, _MAX_NAME))}</span>')
     who = state.provider or provider
-    if who:
-        items.append(f'<span class="sw-provider">{escape_html(formatting.shorten(who, _MAX_NAME))}</span>')
+    if who and who != name:
+        items.append(f'<span class="sw-provider">via {escape_html(formatting.shorten(who, _MAX_NAME))}</span>')
     word = STATUS_WORDS.get(phase, phase)
     if phase == "complete" and state.finish == "length":
         word = "done · token limit reached"
@@ -88,15 +88,16 @@ def header_html(
         items.append(
             f'<span class="sw-alive">server alive · {formatting.count(state.heartbeats)} keepalive{plural}</span>'
         )
+    if note:
+        items.append(f'<span class="sw-note">{escape_html(formatting.shorten(note, 300))}</span>')
     return f'<div class="sw-header-line">{"".join(items)}</div>'
 
 
 class Header:
     """The header pane: one `HTML` widget, re-rendered at the slow rate or when the phase changes."""
 
-    def __init__(self) -> None:
-        self.widget = w.HTML()
-        self.widget.add_class("sw-header")
+    def __init__(self, parts: Parts) -> None:
+        self.widget = parts.html("sw-header")
 
     def render(
         self,
@@ -106,6 +107,7 @@ class Header:
         model: Optional[str],
         provider: Optional[str],
         part: int,
-    ) -> int:
-        html = header_html(state, now=now, model=model, provider=provider, part=part)
+        note: Optional[str] = None,
+    ) -> Cost:
+        html = header_html(state, now=now, model=model, provider=provider, part=part, note=note)
         return set_traits(self.widget, value=html)

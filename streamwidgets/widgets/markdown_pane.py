@@ -78,9 +78,8 @@ class MarkdownPane:
         self._style = HTMLStyle()
         self._runs: list[_Run] = [_Run(self._new_html(""), 0)]
         self._pages: list[w.VBox] = [w.VBox([self._runs[0].widget], layout=self._layout)]
-        self.widget = w.VBox(self._pages)
-        for name in (css_class, MARKDOWN_CLASS, "jp-RenderedHTMLCommon"):
-            self.widget.add_class(name)
+        # Classes given at creation ride in the widget's first message (add_class sends one each).
+        self.widget = w.VBox(self._pages, _dom_classes=(css_class, MARKDOWN_CLASS, "jp-RenderedHTMLCommon"))
 
     # -- public ---------------------------------------------------------------------------------
 

@@ -6,14 +6,13 @@ messages come from the provider (and proxies' HTML pages), so everything is esca
 
 from __future__ import annotations
 
-from typing import Sequence
-
-import ipywidgets as w
+from typing import Callable, Sequence
 
 from ..markdown import escape_html
 from ..state import StreamState
 from . import formatting
-from .sync import set_traits, set_visible
+from .sync import Parts, set_traits, set_visible
+from .traffic import Cost
 
 __all__ = ["ProblemBox", "problem_html"]
 
@@ -33,9 +32,15 @@ def _kind(state: StreamState) -> str:
     return ""
 
 
-def _warnings_html(warnings: Sequence[str]) -> str:
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _warnings_html(warnings: Sequence[str], redact: Callable[[str], str]) -> str:
     n = len(warnings)
-    items = "".join(f"<li>{escape_html(formatting.shorten(w_, 300))}</li>" for w_ in warnings[:_MAX_WARNINGS])
+    items = "".join(
+        f"<li>{escape_html(redact(formatting.shorten(text, 300)))}</li>" for text in warnings[:_MAX_WARNINGS]
+    )
     more = f"<li>… and {formatting.count(n - _MAX_WARNINGS)} more</li>" if n > _MAX_WARNINGS else ""
     what = "part" if n == 1 else "parts"
     return (
@@ -44,7 +49,9 @@ def _warnings_html(warnings: Sequence[str]) -> str:
     )
 
 
-def problem_html(state: StreamState, *, can_continue: bool = False) -> str:
+def problem_html(
+    state: StreamState, *, can_continue: bool = False, redact: Callable[[str], str] = _unchanged
+) -> str:
     """"" when there is nothing to report: the answer is complete and clean, or still streaming cleanly."""
     kind = _kind(state)
     body = []
@@ -53,13 +60,13 @@ def problem_html(state: StreamState, *, can_continue: bool = False) -> str:
         if state.status in ("incomplete", "cancelled") or (state.status == "complete" and state.finish == "length"):
             if can_continue:
                 message += " Continue asks the model for the rest."
-        body.append(f'<div class="sw-problem-message">{escape_html(message)}</div>')
+        body.append(f'<div class="sw-problem-message">{escape_html(redact(message))}</div>')
         if state.refusal:
-            refusal = escape_html(formatting.shorten(state.refusal, _MAX_TEXT))
+            refusal = escape_html(redact(formatting.shorten(state.refusal, _MAX_TEXT)))
             body.append(f'<blockquote class="sw-refusal">{refusal}</blockquote>')
     if state.warnings:
         kind = kind or "warn"
-        body.append(_warnings_html(state.warnings))
+        body.append(_warnings_html(state.warnings, redact))
     if not body:
         return ""
     role = "alert" if kind == "error" else "status"
@@ -67,10 +74,9 @@ def problem_html(state: StreamState, *, can_continue: bool = False) -> str:
 
 
 class ProblemBox:
-    def __init__(self) -> None:
-        self.widget = w.HTML(layout=w.Layout(display="none"))
-        self.widget.add_class("sw-problems")
+    def __init__(self, parts: Parts) -> None:
+        self.widget = parts.html("sw-problems", hidden=True)
 
-    def render(self, state: StreamState, *, can_continue: bool) -> int:
-        html = problem_html(state, can_continue=can_continue)
+    def render(self, state: StreamState, *, can_continue: bool, redact: Callable[[str], str]) -> Cost:
+        html = problem_html(state, can_continue=can_continue, redact=redact)
         return set_traits(self.widget, value=html) + set_visible(self.widget, bool(html))

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import ipywidgets as w
-
 from ..events import Source
 from ..markdown import escape_html, safe_url
 from . import formatting
-from .sync import set_traits, set_visible
+from .sync import Parts, set_traits, set_visible
+from .traffic import NOTHING, Cost
 
 __all__ = ["SourcesPane", "sources_html"]
 
@@ -48,14 +47,13 @@ def sources_html(sources: Sequence[Source]) -> str:
 class SourcesPane:
     """Sources only ever get appended (the state de-duplicates them), so their count says when to redraw."""
 
-    def __init__(self) -> None:
-        self.widget = w.HTML(layout=w.Layout(display="none"))
-        self.widget.add_class("sw-sources")
+    def __init__(self, parts: Parts) -> None:
+        self.widget = parts.html("sw-sources", hidden=True)
         self._shown = 0
 
-    def render(self, sources: Sequence[Source]) -> int:
+    def render(self, sources: Sequence[Source]) -> Cost:
         if len(sources) == self._shown:
-            return 0
+            return NOTHING
         self._shown = len(sources)
         sent = set_traits(self.widget, value=sources_html(sources) if sources else "")
         return sent + set_visible(self.widget, bool(sources))

@@ -2,16 +2,26 @@
 
 Styling through the theme variables (with neutral fallbacks for frontends that do not define them,
 such as Colab) keeps the view readable in light and dark themes without a frontend build. The sheet
-travels in one `HTML` widget per view or panel, so that it also reaches Voila and VS Code.
+travels in an `HTML` widget that every view and panel includes among its children, so that it
+reaches Voila and VS Code too and survives when another cell's output is cleared.
 """
 
 from __future__ import annotations
 
+import re
+import weakref
+
 import ipywidgets as w
 
-__all__ = ["STYLESHEET", "style_widget"]
+from ..markdown import PYGMENTS_CSS
 
-STYLESHEET = """
+__all__ = ["STYLESHEET", "HIDDEN", "stylesheet_widget"]
+
+#: The class that hides a part (one class change instead of a `Layout` model per part).
+HIDDEN = "sw-hidden"
+
+_SOURCE = """
+.sw-hidden { display: none !important; }
 .sw-view {
   font-family: var(--jp-content-font-family, system-ui, sans-serif);
   font-size: var(--jp-content-font-size1, 14px);
@@ -68,13 +78,14 @@ STYLESHEET = """
   padding-left: 8px;
 }
 .sw-answer { line-height: 1.55; overflow-wrap: anywhere; }
-.sw-answer pre, .sw-reasoning pre, .sw-tool-args {
+.sw-view .sw-answer pre, .sw-view .sw-reasoning pre, .sw-view .sw-tool-args {
   font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px);
-  background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12));
+  background: var(--jp-cell-editor-background, rgba(127, 127, 127, 0.12));
   color: var(--jp-content-font-color1, inherit);
   padding: 6px 8px; border-radius: 3px; overflow-x: auto;
 }
+.sw-view .sw-md pre code, .sw-view pre code { background: transparent; padding: 0; }
 .sw-answer a, .sw-sources a { color: var(--jp-content-link-color, #1976d2); }
 .sw-answer table { border-collapse: collapse; }
 .sw-answer th, .sw-answer td { border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.3)); padding: 2px 6px; }
@@ -97,9 +108,10 @@ STYLESHEET = """
 .sw-bar-fill { height: 100%; background: var(--jp-brand-color1, #1976d2); }
 .sw-bar-full .sw-bar-fill { background: var(--jp-warn-color1, #f57c00); }
 .sw-problem-box { border-radius: 3px; padding: 4px 8px; margin: 4px 0 2px 0; border-left: 4px solid; }
-.sw-kind-error { border-color: var(--jp-error-color1, #d32f2f); background: var(--jp-error-color3, rgba(211, 47, 47, 0.08)); }
-.sw-kind-warn { border-color: var(--jp-warn-color1, #f57c00); background: var(--jp-warn-color3, rgba(245, 124, 0, 0.08)); }
-.sw-kind-info { border-color: var(--jp-info-color1, #0288d1); background: var(--jp-info-color3, rgba(2, 136, 209, 0.08)); }
+/* Tints, not the theme's pale --jp-*-color3: the text keeps the theme's own colour, dark or light. */
+.sw-kind-error { border-color: var(--jp-error-color1, #d32f2f); background: rgba(211, 47, 47, 0.12); }
+.sw-kind-warn { border-color: var(--jp-warn-color1, #f57c00); background: rgba(245, 124, 0, 0.12); }
+.sw-kind-info { border-color: var(--jp-info-color1, #0288d1); background: rgba(2, 136, 209, 0.10); }
 .sw-problem-box, .sw-problem-box * { color: var(--jp-content-font-color1, inherit); }
 .sw-problem-box ul { margin: 2px 0; padding-left: 1.4em; }
 .sw-chat { max-width: 100%; }
@@ -110,12 +122,24 @@ STYLESHEET = """
 """
 
 
-def style_widget(extra_css: str = "") -> w.HTML:
-    """The `<style>` element as a widget; `extra_css` carries the code-highlighting rules.
+#: The sheet as sent: the rules above plus code highlighting, without the indentation.
+STYLESHEET = re.sub(r"\s*\n\s*", "\n", _SOURCE).strip() + "\n" + PYGMENTS_CSS
 
-    The widget is hidden (`display: none`): a `<style>` element applies wherever it sits in the
-    page, so it needs no box of its own and adds no gap above the view.
+_SHARED: "weakref.WeakValueDictionary[str, w.HTML]" = weakref.WeakValueDictionary()
+
+
+def stylesheet_widget() -> w.HTML:
+    """The `<style>` widget every view includes; one model per kernel, drawn in each view.
+
+    Sharing the model means the ~8 KB sheet crosses the wire once per kernel, not once per
+    view, while every view still carries its own `<style>` element in the page. It is kept
+    only while some view holds it (and remade if someone closed it).
+
+    The widget is hidden: a `<style>` element applies wherever it sits in the page, so it needs
+    no box of its own and adds no gap above the view.
     """
-    style = w.HTML(value=f"<style>{STYLESHEET}{extra_css}</style>", layout=w.Layout(display="none"))
-    style.add_class("sw-style")
+    style = _SHARED.get("style")
+    if style is None or style.comm is None:
+        style = w.HTML(value=f"<style>{STYLESHEET}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",))
+        _SHARED["style"] = style
     return style

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-import ipywidgets as w
-
 from ..markdown import escape_html
 from ..state import ToolCall
 from . import formatting
-from .sync import set_traits, set_visible
+from .sync import Parts, set_traits, set_visible
+from .traffic import NOTHING, Cost
 
 __all__ = ["ToolCallsPane", "tool_calls_html", "format_arguments"]
 
@@ -69,15 +68,14 @@ def tool_calls_html(calls: Sequence[ToolCall], *, done: bool) -> str:
 class ToolCallsPane:
     """Re-rendered whole when a call grows; tool arguments are short next to an answer."""
 
-    def __init__(self) -> None:
-        self.widget = w.HTML(layout=w.Layout(display="none"))
-        self.widget.add_class("sw-tools")
+    def __init__(self, parts: Parts) -> None:
+        self.widget = parts.html("sw-tools", hidden=True)
         self._shown: tuple[int, int, bool] = (0, 0, False)
 
-    def render(self, calls: Sequence[ToolCall], *, done: bool) -> int:
+    def render(self, calls: Sequence[ToolCall], *, done: bool) -> Cost:
         key = (len(calls), sum(len(c.arguments) + len(c.name or "") + len(c.id or "") for c in calls), done)
         if key == self._shown:
-            return 0
+            return NOTHING
         self._shown = key
         sent = set_traits(self.widget, value=tool_calls_html(calls, done=done) if calls else "")
         return sent + set_visible(self.widget, bool(calls))

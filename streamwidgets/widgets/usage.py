@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-import ipywidgets as w
-
 from ..markdown import escape_html
 from ..state import StreamState
 from . import formatting
-from .sync import set_traits, set_visible
+from .sync import Parts, set_traits, set_visible
+from .traffic import Cost
 
 __all__ = ["UsageMeter", "usage_html"]
 
@@ -63,10 +62,9 @@ def _limit_bar(tokens: int, estimated: bool, max_tokens: Optional[int]) -> str:
 class UsageMeter:
     """One `HTML` widget, refreshed at the slow rate: usage changes once, estimates creep."""
 
-    def __init__(self) -> None:
-        self.widget = w.HTML(layout=w.Layout(display="none"))
-        self.widget.add_class("sw-usage")
+    def __init__(self, parts: Parts) -> None:
+        self.widget = parts.html("sw-usage", hidden=True)
 
-    def render(self, state: StreamState, *, max_tokens: Optional[int]) -> int:
+    def render(self, state: StreamState, *, max_tokens: Optional[int]) -> Cost:
         html = usage_html(state, max_tokens=max_tokens)
         return set_traits(self.widget, value=html) + set_visible(self.widget, bool(html))

@@ -1,0 +1,26 @@
+"""The notebook view: ipywidgets panes for a streamed answer, a shared frame scheduler, and the
+kernel integration that streams in the background (`show`, `StreamHandle`, `cancel_all`).
+
+Only standard ipywidgets are used, so that JupyterLab, Notebook 7, VS Code, Colab and Voila need
+no frontend build.
+"""
+
+from __future__ import annotations
+
+from .chat import ChatPanel
+from .handle import StreamHandle, cancel_all
+from .launch import show, show_replay, show_sdk
+from .scheduler import FrameScheduler, scheduler_for
+from .view import StreamView
+
+__all__ = [
+    "show",
+    "show_replay",
+    "show_sdk",
+    "StreamHandle",
+    "StreamView",
+    "ChatPanel",
+    "cancel_all",
+    "FrameScheduler",
+    "scheduler_for",
+]

@@ -1,0 +1,260 @@
+"""`StreamHandle`: a stream running in the background of a kernel, and `cancel_all()`.
+
+Rules learned in real kernels (design.md): the cell must not block, so the stream is a task on
+the kernel's running loop and `show()` returns at once; Cancel is `task.cancel()`, which leaves
+the client's `async with` and closes the connection; an exception in a background task is lost
+unless the task itself catches it and puts it in the view; and the kernel's interrupt button does
+not reach background tasks, hence `cancel_all()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import weakref
+from typing import Any, Awaitable, Callable, Generator, Optional
+
+from ..client import StreamRequest, continue_request, stream_into
+from ..events import ErrorEvent
+from ..state import StreamState
+from .scheduler import FrameScheduler
+from .view import StreamView
+
+__all__ = ["StreamHandle", "Notify", "Runner", "cancel_all", "running"]
+
+logger = logging.getLogger("streamwidgets")
+
+Notify = Callable[[], None]
+#: Feeds a state and calls notify after each batch: `stream_into`, `replay_into`, a test's runner.
+Runner = Callable[[StreamState, Notify], Awaitable[Any]]
+
+#: Running handles per event loop: the strong references that keep background tasks alive, and
+#: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
+_RUNNING: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]]" = weakref.WeakKeyDictionary()
+
+_KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|(?<=Bearer )[^\s'\"]+")
+
+
+def scrub(text: str) -> str:
+    """Hide anything shaped like an API key, as a last line of defence for exception texts."""
+    return _KEYLIKE.sub("***", text)
+
+
+class StreamHandle:
+    """One answer streaming in the background. Returned by `show()` at once.
+
+    `await handle` gives the final `StreamState`; `handle.state` is the live one; `cancel()`
+    stops it and closes the connection. After a Continue, the handle follows the new part.
+    """
+
+    def __init__(
+        self,
+        runner: Runner,
+        *,
+        view: Optional[StreamView] = None,
+        state: Optional[StreamState] = None,
+        scheduler: Optional[FrameScheduler] = None,
+        request: Optional[StreamRequest] = None,
+        notify: Optional[Notify] = None,
+        redact: Optional[Callable[[str], str]] = None,
+    ) -> None:
+        if view is not None and scheduler is None:
+            raise ValueError("a view needs the scheduler that draws it")
+        self._view = view
+        self._state = state if state is not None else (view.state if view is not None else StreamState())
+        if view is not None and view.state is not self._state:
+            view.attach(self._state)
+        self._scheduler = scheduler
+        self._request = request
+        self._extra_notify = notify
+        own = redact or (request.redact if request is not None else None)
+        self._redact: Callable[[str], str] = (lambda text: scrub(own(text))) if own else scrub
+        self._task: Optional[asyncio.Task[StreamState]] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._done_callbacks: list[Callable[[StreamHandle], None]] = []
+        #: The IPython execution count of the cell whose output shows the view (see `_ipython_display_`).
+        self.displayed_in: Optional[int] = None
+        if view is not None:
+            view.redact = self._redact
+            view.on_cancel(self.cancel)
+            if request is not None:
+                view.on_continue(self.continue_answer)
+        self._start(runner)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def state(self) -> StreamState:
+        return self._state
+
+    @property
+    def view(self) -> Optional[StreamView]:
+        return self._view
+
+    @property
+    def request(self) -> Optional[StreamRequest]:
+        """The request of the current part (None for a replay)."""
+        return self._request
+
+    @property
+    def text(self) -> str:
+        """The whole answer, across Continue parts."""
+        return self._view.text if self._view is not None else self._state.text
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    # ------------------------------------------------------------------ acting
+
+    def cancel(self) -> bool:
+        """Stop the stream (the connection closes at once); False when it already ended."""
+        task = self._task
+        if task is None or task.done():
+            return False
+        loop = self._loop
+        if loop is None or _running_loop() is loop:
+            task.cancel()
+        else:
+            loop.call_soon_threadsafe(task.cancel)
+        return True
+
+    def continue_answer(self) -> None:
+        """Start the next part of a cut-off answer, in the same view and the same handle.
+
+        The new request carries the answer so far (`client.continue_request`); with no partial
+        answer at all, the same request is simply sent again.
+        """
+        if self._request is None:
+            raise RuntimeError("only a live stream can be continued")
+        if not self.done:
+            raise RuntimeError("the stream is still running")
+        request = continue_request(self._request, self._state) if self.text else self._request
+        self._request = request
+        self._state = StreamState()
+        if self._view is not None:
+            self._view.attach(self._state)
+        self._start(lambda state, notify: stream_into(request, state, notify=notify))
+
+    def add_done_callback(self, callback: Callable[["StreamHandle"], None]) -> None:
+        """Call `callback(handle)` each time a part ends (after the view's final frame)."""
+        self._done_callbacks.append(callback)
+
+    def __await__(self) -> Generator[Any, None, StreamState]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> StreamState:
+        while True:
+            task = self._task
+            assert task is not None
+            state = await task
+            if task is self._task:
+                return state
+
+    # ------------------------------------------------------------------ running
+
+    def _start(self, runner: Runner) -> None:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        state = self._state
+        if self._view is not None:
+            assert self._scheduler is not None
+            self._scheduler.add(self._view)
+        self._task = loop.create_task(self._run(runner, state), name=f"streamwidgets {state.model or ''}".strip())
+        _RUNNING.setdefault(loop, set()).add(self)
+
+    def _notify(self) -> None:
+        if self._view is not None:
+            assert self._scheduler is not None
+            self._scheduler.notify(self._view)
+        if self._extra_notify is not None:
+            self._extra_notify()
+
+    async def _run(self, runner: Runner, state: StreamState) -> StreamState:
+        """Run the stream; whatever happens ends up in the state and the view, never in the void."""
+        try:
+            await runner(state, self._notify)
+        except asyncio.CancelledError:
+            # The cancel came from Cancel or cancel_all(): the stream is over, the task is not
+            # failed. The state keeps the partial answer and says "cancelled".
+            state.close(cancelled=True, now=time.monotonic())
+        except Exception as exc:
+            self._fail(state, exc)
+        finally:
+            state.close(reason="the stream stopped without saying why.", now=time.monotonic())
+            await self._final_frame()
+            self._finish()
+        return state
+
+    async def _final_frame(self) -> None:
+        if self._view is None:
+            return
+        assert self._scheduler is not None
+        try:
+            await self._scheduler.finish(self._view)
+        except asyncio.CancelledError:
+            pass  # cancelled again while waiting for its turn: the frame was drawn at once
+        except Exception:  # the view itself broke: nowhere left to show it but the log
+            logger.exception("streamwidgets could not draw the end of a stream")
+
+    def _fail(self, state: StreamState, exc: Exception) -> None:
+        message = self._redact(f"{type(exc).__name__}: {exc}")
+        if not state.done:
+            state.apply(ErrorEvent(f"streamwidgets failed while streaming: {message}", "internal_error"))
+        else:
+            state.warnings.append(f"after the stream ended: {message}")
+            state.version += 1
+
+    def _finish(self) -> None:
+        loop = self._loop
+        if loop is not None:
+            running = _RUNNING.get(loop)
+            if running is not None:
+                running.discard(self)
+        for callback in list(self._done_callbacks):
+            try:
+                callback(self)
+            except Exception:
+                logger.exception("a streamwidgets done-callback failed")
+
+    # ------------------------------------------------------------------ showing
+
+    def __repr__(self) -> str:
+        state = self._state
+        model = state.model or getattr(self._request, "model", None)
+        return f"<StreamHandle {state.phase} model={model!r} {len(self.text)} chars>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _ipython_display_(self) -> None:
+        """Show the live view — except in the cell whose output already shows it (`show(...)` as
+        the last line of a cell would otherwise draw it twice)."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        shell = get_ipython()
+        count = getattr(shell, "execution_count", None)
+        if self._view is None:
+            display({"text/plain": repr(self)}, raw=True)
+        elif self.displayed_in is None or self.displayed_in != count:
+            display(self._view.widget)
+
+
+def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def running() -> list[StreamHandle]:
+    """The streams still running, on every event loop."""
+    return [handle for handles in list(_RUNNING.values()) for handle in list(handles)]
+
+
+def cancel_all() -> int:
+    """Cancel every running stream (the kernel's interrupt button does not); return how many."""
+    return sum(handle.cancel() for handle in running())

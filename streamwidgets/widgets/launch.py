@@ -1,0 +1,168 @@
+"""`show()` and `show_replay()`: one call that does the right thing wherever it runs.
+
+In a kernel the view is displayed, the stream becomes a background task and a `StreamHandle`
+comes back at once, so the cell finishes and Cancel clicks are heard. Outside a kernel there is
+no page to draw widgets on: the answer goes to the terminal as plain text, and `show()` returns
+the final `StreamState` (or, when an event loop is already running there, a handle to await).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from typing import Any, Callable, Optional, TextIO, Union
+
+from ..client import Prompt, StreamRequest, make_request, stream_into
+from ..recording import replay_into
+from ..sdk import sdk_into
+from ..state import StreamState
+from .fallback import final_bundle, placeholder_bundle
+from .handle import Runner, StreamHandle, scrub
+from .scheduler import scheduler_for
+from .terminal import TerminalPrinter
+from .view import StreamView
+
+__all__ = ["show", "show_replay", "show_sdk", "show_runner"]
+
+
+def show(
+    prompt: Union[Prompt, StreamRequest],
+    *,
+    provider: Optional[str] = None,
+    model: Optional[str] = None,
+    api: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    system: Optional[str] = None,
+    offline: Optional[bool] = None,
+    record: Union[str, "os.PathLike[str]", None] = None,
+    max_fps: float = 20.0,
+    out: Optional[TextIO] = None,
+    **params: Any,
+) -> Union[StreamHandle, StreamState]:
+    """Stream an answer into a live view (in a kernel) or onto the terminal (elsewhere).
+
+    `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
+    go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
+    body). `record=` saves the raw stream for `show_replay()`. `max_fps` caps the view's redraws.
+    """
+    if isinstance(prompt, StreamRequest):
+        request = prompt
+    else:
+        request = make_request(
+            prompt, provider=provider, model=model, api=api, base_url=base_url, api_key=api_key,
+            system=system, offline=offline, **params,
+        )
+
+    def runner(state: StreamState, notify: Callable[[], None]) -> Any:
+        return stream_into(request, state, notify=notify, record=record)
+
+    return show_runner(
+        runner,
+        request=request,
+        out=out,
+        model=request.model,
+        provider=request.provider.name,
+        max_tokens=request.max_tokens,
+        citation_markers=request.provider.citation_markers,
+        note=request.offline_note,
+        max_fps=max_fps,
+    )
+
+
+def show_replay(
+    source: Any,
+    speed: float = 1.0,
+    *,
+    model: Optional[str] = None,
+    provider: Optional[str] = None,
+    citation_markers: bool = False,
+    max_fps: float = 20.0,
+    out: Optional[TextIO] = None,
+) -> Union[StreamHandle, StreamState]:
+    """Replay a recording (`show(..., record=path)`, or a raw SSE file) in the same view, at its
+    recorded pace times `speed` (0: no waiting). Cancel works as for a live stream."""
+
+    def runner(state: StreamState, notify: Callable[[], None]) -> Any:
+        return replay_into(source, state, speed=speed, notify=notify)
+
+    return show_runner(
+        runner, out=out, model=model, provider=provider, citation_markers=citation_markers, max_fps=max_fps
+    )
+
+
+def show_sdk(
+    stream: Any,
+    *,
+    model: Optional[str] = None,
+    provider: Optional[str] = None,
+    max_fps: float = 20.0,
+    out: Optional[TextIO] = None,
+) -> Union[StreamHandle, StreamState]:
+    """Show a stream you opened with the official `openai` or `anthropic` SDK (sync or async) in
+    the same view; Cancel closes the SDK stream, and so its connection."""
+
+    def runner(state: StreamState, notify: Callable[[], None]) -> Any:
+        return sdk_into(stream, state, notify=notify, provider=provider)
+
+    return show_runner(runner, out=out, model=model, provider=provider, max_fps=max_fps)
+
+
+def show_runner(
+    runner: Runner, *, request: Optional[StreamRequest] = None, out: Optional[TextIO] = None, **view_options: Any
+) -> Union[StreamHandle, StreamState]:
+    """Show any stream: `runner(state, notify)` feeds the state (`stream_into`, `replay_into`, an
+    SDK stream...) and calls `notify()` after each batch. `view_options` go to `StreamView`;
+    `request` (for a live stream) enables Continue and redacts its key from what is shown.
+    """
+    redact = request.redact if request is not None else (lambda text: text)
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_to_terminal(runner, out or sys.stdout, redact))
+    shell = _kernel_shell()
+    if shell is None:
+        state = StreamState()
+        printer = TerminalPrinter(state, out or sys.stdout, redact=lambda text: scrub(redact(text)))
+        handle = StreamHandle(runner, state=state, request=request, notify=printer.notify)
+        handle.add_done_callback(lambda _handle: printer.finish())
+        return handle
+
+    from IPython.display import display, update_display
+
+    view = StreamView(**view_options)
+    handle = StreamHandle(runner, view=view, scheduler=scheduler_for(loop), request=request)
+    display_id = uuid.uuid4().hex
+    model = view_options.get("model")
+    display(placeholder_bundle(view.widget, model), raw=True, display_id=display_id)
+    handle.displayed_in = getattr(shell, "execution_count", None)
+
+    def publish_answer(done: StreamHandle) -> None:
+        bundle = final_bundle(view.widget, done.text, done.state, model)
+        update_display(bundle, raw=True, display_id=display_id)
+
+    handle.add_done_callback(publish_answer)
+    return handle
+
+
+async def _to_terminal(runner: Runner, out: TextIO, redact: Callable[[str], str]) -> StreamState:
+    state = StreamState()
+    printer = TerminalPrinter(state, out, redact=lambda text: scrub(redact(text)))
+    try:
+        await runner(state, printer.notify)
+    finally:
+        state.close(cancelled=True)
+        printer.finish()
+    return state
+
+
+def _kernel_shell() -> Any:
+    """The IPython shell when it belongs to a kernel that can show widgets, else None."""
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None

@@ -1,0 +1,368 @@
+"""`StreamView`: the panes that show one streamed answer, drawn from a `StreamState`.
+
+The view only renders. It never reads the network and never schedules itself: whoever feeds the
+state calls `refresh()` (the frame scheduler, or a test), and the view sends to the browser only
+what changed since the last frame — the answer's live tail every frame, the slow-moving parts
+(header timings, usage, the problem box) at a lower rate, and everything once more at the end.
+
+A Continue after a cut-off answer goes on in the same view: the person reads one answer, and the
+new stream's text (which starts with the old answer, see `client.continue_request`) grows in the
+same markdown pane.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import ipywidgets as w
+
+from ..events import Source
+from ..state import StreamState
+from .header import Header
+from .markdown_pane import MarkdownPane
+from .problems import ProblemBox
+from .reasoning import ReasoningPane
+from .sources import SourcesPane
+from .sync import Parts, set_traits, set_visible
+from .theme import stylesheet_widget
+from .toolcalls import ToolCallsPane
+from .traffic import NOTHING, Cost, messages_between, snapshot
+from .usage import UsageMeter
+
+__all__ = ["StreamView"]
+
+#: Ways a stream can end that a second request can pick up from.
+_CONTINUABLE = frozenset({"incomplete", "cancelled", "error"})
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+class StreamView:
+    """The widgets for one answer. `widget` is the `VBox` to display.
+
+    `max_fps` bounds how often the answer is redrawn, `slow_fps` the header, usage and problem
+    box; the live clock in the header ticks once a second even when no event arrives.
+    `max_bytes_per_second` slows the frames down when each one is heavy (about 24 KB/s keeps a
+    1,000 tokens/s answer under 8 bytes on the wire per byte of markdown).
+    """
+
+    def __init__(
+        self,
+        state: Optional[StreamState] = None,
+        *,
+        model: Optional[str] = None,
+        provider: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        citation_markers: bool = False,
+        note: Optional[str] = None,
+        max_fps: float = 20.0,
+        slow_fps: float = 1.0,
+        max_bytes_per_second: float = 24_000.0,
+        style: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_fps <= 0 or slow_fps <= 0 or max_bytes_per_second <= 0:
+            raise ValueError("max_fps, slow_fps and max_bytes_per_second must be positive")
+        self.min_interval = 1.0 / max_fps
+        self.max_bytes_per_second = max_bytes_per_second
+        self.last_frame_bytes = 0
+        self.slow_interval = 1.0 / slow_fps
+        self.timer_interval = max(1.0, self.slow_interval)
+        self._clock = clock
+
+        self._parts = parts = Parts()
+        self.header = Header(parts)
+        #: Made when the first reasoning arrives (most answers have none).
+        self.reasoning: Optional[ReasoningPane] = None
+        self.answer = MarkdownPane(css_class="sw-answer")
+        self.tools = ToolCallsPane(parts)
+        self.sources = SourcesPane(parts)
+        self.usage = UsageMeter(parts)
+        self.problems = ProblemBox(parts)
+        self.cancel_button = parts.button(
+            "sw-cancel",
+            description="Cancel",
+            tooltip="Stop this answer and close the connection",
+            icon="stop",
+            disabled=True,
+        )
+        self.continue_button = parts.button(
+            "sw-continue",
+            hidden=True,
+            description="Continue",
+            tooltip="Ask the model to go on from where the answer stopped",
+            icon="play",
+        )
+        header_row = parts.box(w.HBox, [self.header.widget, self.cancel_button, self.continue_button], "sw-header-row")
+        children: list[w.Widget] = [stylesheet_widget()] if style else []
+        children += [
+            header_row,
+            self.answer.widget,
+            self.tools.widget,
+            self.sources.widget,
+            self.usage.widget,
+            self.problems.widget,
+        ]
+        self.widget = parts.box(w.VBox, children, "sw-view")
+
+        #: Applied to error and warning texts before they are shown: a provider or proxy may echo
+        #: the key back in its error message. The handle sets it from the request.
+        self.redact: Callable[[str], str] = _unchanged
+        self._on_cancel: Optional[Callable[[], object]] = None
+        self._on_continue: Optional[Callable[[], object]] = None
+        self.cancel_button.on_click(lambda _button: self._on_cancel and self._on_cancel())
+        self.continue_button.on_click(lambda _button: self._on_continue and self._on_continue())
+
+        self._segments: list[StreamState] = []
+        self._carried_text = ""
+        self._prefix_reasoning = ""
+        self._prefix_sources: list[Source] = []
+        self._labels = {"model": model, "provider": provider, "note": note}
+        self._max_tokens = max_tokens
+        self._citation_markers = citation_markers
+        # What the current part looks like on screen (see `_reset_marks`).
+        self._shown_version = -1
+        self._shown_phase: Optional[str] = None
+        self._slow_at = float("-inf")
+        self._answer_length = -1
+        self._answer_finished = False
+        self._cited = -1
+        self.last_refresh = float("-inf")
+        self.attach(state if state is not None else StreamState(model=model, provider=provider))
+
+    # ------------------------------------------------------------------ feeding
+
+    @property
+    def state(self) -> StreamState:
+        """The state of the stream being shown (the latest part after a Continue)."""
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> tuple[StreamState, ...]:
+        return tuple(self._segments)
+
+    @property
+    def text(self) -> str:
+        """The whole answer shown, across Continue parts.
+
+        A continued stream normally starts with the answer so far (the request's prefix); one
+        that does not is shown after it.
+        """
+        text = self.state.text
+        carried = self._carried_text
+        return text if not carried or text.startswith(carried) else carried + text
+
+    @property
+    def reasoning_text(self) -> str:
+        return self._prefix_reasoning + self.state.reasoning
+
+    def attach(
+        self,
+        state: StreamState,
+        *,
+        model: Optional[str] = None,
+        provider: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        citation_markers: Optional[bool] = None,
+        note: Optional[str] = None,
+    ) -> None:
+        """Show `state` from now on; a state attached after another one continues its answer.
+
+        The placeholder state a view starts with (never fed) is replaced, not continued.
+        """
+        pristine = len(self._segments) == 1 and self.state.version == 0
+        if pristine:
+            self._segments.clear()
+        if self._segments:
+            previous = self.state
+            self._carried_text = self.text
+            self._prefix_reasoning += previous.reasoning
+            seen = {s.url for s in self._prefix_sources}
+            self._prefix_sources += [s for s in previous.sources if s.url not in seen]
+        self._segments.append(state)
+        if model is not None:
+            self._labels["model"] = model
+        if provider is not None:
+            self._labels["provider"] = provider
+        if note is not None:
+            self._labels["note"] = note
+        if max_tokens is not None:
+            self._max_tokens = max_tokens
+        if citation_markers is not None:
+            self._citation_markers = citation_markers
+        self._reset_marks()
+
+    def on_cancel(self, callback: Optional[Callable[[], object]]) -> None:
+        """What the Cancel button does (the button stays disabled without one)."""
+        self._on_cancel = callback
+
+    def on_continue(self, callback: Optional[Callable[[], object]]) -> None:
+        """What the Continue button does (the button stays hidden without one)."""
+        self._on_continue = callback
+
+    # ------------------------------------------------------------------ scheduling
+
+    @property
+    def dirty(self) -> bool:
+        """The state changed since the last frame."""
+        return self.state.version != self._shown_version
+
+    def is_urgent(self) -> bool:
+        """A new phase (first token, first thought, the end) is drawn at once, never a frame late."""
+        return self.state.phase != self._shown_phase
+
+    def ready_at(self) -> float:
+        """The earliest time for the next ordinary frame: the frame rate, and the byte rate.
+
+        A frame that sent many bytes (a long live tail, a big table being written) pushes the next
+        one back, so that one view never sends more than `max_bytes_per_second` on average.
+        """
+        return self.last_refresh + max(self.min_interval, self.last_frame_bytes / self.max_bytes_per_second)
+
+    def wants_refresh(self, now: float) -> bool:
+        tick = self.next_tick_at()
+        return self.dirty or (tick is not None and now >= tick)
+
+    def next_tick_at(self) -> Optional[float]:
+        """When the live clock in the header next needs a redraw, or None once the stream ended."""
+        if self.state.done:
+            return None
+        return self._slow_at + self.timer_interval
+
+    # ------------------------------------------------------------------ drawing
+
+    def refresh(self, now: Optional[float] = None, *, final: bool = False) -> int:
+        """Draw the state; return how many comm messages that sent (0 when nothing changed).
+
+        `final` forces every pane to be redrawn and finished; a state that is done is final too.
+        """
+        now = self._clock() if now is None else now
+        state = self.state
+        final = final or state.done
+        phase = state.phase
+        sent = NOTHING
+        if self.dirty or final:
+            sent += self._draw_content(state, final)
+        if final or now - self._slow_at >= self.slow_interval:
+            sent += self._draw_slow(state, now)
+            self._slow_at = now
+        elif phase != self._shown_phase:  # the status word changes at once, the rest at the slow rate
+            sent += self._draw_header(state, now)
+        sent += self._draw_controls(state)
+        self._shown_version = state.version
+        self._shown_phase = phase
+        self.last_refresh = now
+        self.last_frame_bytes = sent.bytes
+        return sent.messages
+
+    def _draw_content(self, state: StreamState, final: bool) -> Cost:
+        sent = NOTHING
+        sources = self._sources(state)
+        if self._citation_markers and len(sources) != self._cited:
+            # Before the answer is drawn, so that its `[n]` markers link from the first frame.
+            before = snapshot(self.answer.widget)
+            self.answer.set_citations([s.url for s in sources])
+            self._cited = len(sources)
+            sent += messages_between(before, snapshot(self.answer.widget))
+        text = self.text
+        length = len(text)
+        if length != self._answer_length or (final and not self._answer_finished):
+            before = snapshot(self.answer.widget)
+            if final:
+                self.answer.finish(text)
+                self._answer_finished = True
+            else:
+                self.answer.update(text)
+            self._answer_length = length
+            sent += messages_between(before, snapshot(self.answer.widget))
+        reasoning = self.reasoning_text
+        if reasoning:
+            pane = self.reasoning
+            if pane is None:
+                pane, cost = self._add_reasoning_pane()
+                sent += cost
+            usage = state.usage
+            sent += pane.render(
+                reasoning,
+                answering=bool(length or state.tool_calls),
+                done=final,
+                reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
+            )
+        sent += self.tools.render(state.tool_calls, done=final)
+        sent += self.sources.render(sources)
+        return sent
+
+    def _add_reasoning_pane(self) -> tuple[ReasoningPane, Cost]:
+        """Put the reasoning pane above the answer: its models, and the view's new children list."""
+        before = snapshot(self.widget)
+        pane = self.reasoning = ReasoningPane(self._parts)
+        children = list(self.widget.children)
+        children.insert(children.index(self.answer.widget), pane.widget)
+        self.widget.children = tuple(children)
+        return pane, messages_between(before, snapshot(self.widget))
+
+    def _draw_header(self, state: StreamState, now: float) -> Cost:
+        return self.header.render(
+            state,
+            now=now,
+            model=self._labels["model"],
+            provider=self._labels["provider"],
+            part=len(self._segments),
+            note=self._labels["note"],
+        )
+
+    def _draw_slow(self, state: StreamState, now: float) -> Cost:
+        sent = self._draw_header(state, now)
+        sent += self.usage.render(state, max_tokens=self._max_tokens)
+        sent += self.problems.render(state, can_continue=self.can_continue, redact=self.redact)
+        return sent
+
+    def _draw_controls(self, state: StreamState) -> Cost:
+        sent = set_traits(self.cancel_button, disabled=state.done or self._on_cancel is None)
+        show = self.can_continue
+        if show:
+            retry = not self.text
+            sent += set_traits(
+                self.continue_button,
+                description="Retry" if retry else "Continue",
+                tooltip="Send the same request again" if retry else "Ask the model to go on from where the answer stopped",
+            )
+        return sent + set_visible(self.continue_button, show)
+
+    @property
+    def can_continue(self) -> bool:
+        """The stream ended short of a full answer and someone can start the next part."""
+        state = self.state
+        if self._on_continue is None or not state.done:
+            return False
+        return state.status in _CONTINUABLE or (state.status == "complete" and state.finish == "length")
+
+    # ------------------------------------------------------------------ helpers
+
+    def _sources(self, state: StreamState) -> list[Source]:
+        if not self._prefix_sources:
+            return state.sources
+        seen = {s.url for s in self._prefix_sources}
+        return self._prefix_sources + [s for s in state.sources if s.url not in seen]
+
+    def _reset_marks(self) -> None:
+        """Forget what was drawn of the current part, so that the next frame draws it."""
+        self._shown_version = -1
+        self._shown_phase = None
+        self._slow_at = float("-inf")
+        self._answer_length = len(self._carried_text)
+        self._answer_finished = False
+        self._cited = -1
+
+    def __repr__(self) -> str:
+        return f"<StreamView {self.state.phase} {len(self.text)} chars, part {len(self._segments)}>"
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, object]:
+        """Display the view itself (`StreamView(sw.parse(recording))` as a cell's last line shows
+        the recorded answer): a state nobody drew yet is drawn first."""
+        if self.dirty:
+            self.refresh()
+        return self.widget._repr_mimebundle_(**kwargs)

@@ -1,0 +1,431 @@
+"""`show()` in a real ipykernel, driven over ZMQ like a frontend, against the embedded provider.
+
+The kernel is started with `jupyter_client`; buttons are clicked the way the ipywidgets 8
+frontend does it (a `custom` comm message); the provider on 127.0.0.1 records when the client
+disconnected, which proves that Cancel closed the connection — and how fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+from streamwidgets.server import DemoServer
+
+SENTINEL = "sk-test-SENTINEL-0123456789abcdef"
+WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass
+class Kernel:
+    """A real kernel and a client that keeps every iopub message with its arrival time."""
+
+    manager: KernelManager
+    client: Any
+    log: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+
+    def pump(self, timeout: float = 0.05) -> Optional[dict[str, Any]]:
+        try:
+            msg = self.client.get_iopub_msg(timeout=timeout)
+        except queue.Empty:
+            return None
+        self.log.append((time.monotonic(), msg))
+        return msg
+
+    def execute(self, code: str, timeout: float = 60.0) -> tuple[str, list[dict[str, Any]], float]:
+        """Run a cell; return its stdout, its iopub messages and how long until the reply."""
+        started = time.monotonic()
+        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=False)
+        reply = self.client.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=timeout)
+        took = time.monotonic() - started
+        mine: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = self.pump(0.1)
+            if msg is None or msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            mine.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        if reply["content"]["status"] != "ok":
+            raise AssertionError("\n".join(reply["content"].get("traceback", [])) or str(reply["content"]))
+        stdout = "".join(m["content"]["text"] for m in mine if m["msg_type"] == "stream")
+        return stdout, mine, took
+
+    def value(self, expression: str, timeout: float = 60.0) -> Any:
+        """The JSON value of an expression evaluated in the kernel (awaits allowed)."""
+        stdout, _, _ = self.execute(f"import json as _j; print(_j.dumps({expression}))", timeout)
+        return json.loads(stdout.strip().splitlines()[-1])
+
+    def click(self, comm_id: str) -> float:
+        """Click a Button exactly as the ipywidgets 8 frontend does; return when it was sent."""
+        content = {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
+        msg = self.client.session.msg("comm_msg", content)
+        self.client.shell_channel.send(msg)
+        return time.monotonic()
+
+    def set_value(self, comm_id: str, **state: Any) -> None:
+        """Change a widget's state as the frontend does when the user types."""
+        content = {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}}
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", content))
+
+
+def kernel_manager(home: Path) -> KernelManager:
+    """A manager for a kernel of this very Python (whatever `python3` kernelspecs say)."""
+    spec_dir = home / "kernels" / "sw-test"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "streamwidgets test",
+                "language": "python",
+            }
+        )
+    )
+    specs = KernelSpecManager(kernel_dirs=[str(home / "kernels")])
+    return KernelManager(kernel_name="sw-test", kernel_spec_manager=specs)
+
+
+def kernel_env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "IPYTHONDIR": str(home / "ipython"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        # The key reaches the kernel the way a real one does, so that no cell's code shows it.
+        "SW_TEST_KEY": SENTINEL,
+    }
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> Iterator[Kernel]:
+    home = tmp_path_factory.mktemp("kernel")
+    manager = kernel_manager(home)
+    manager.start_kernel(env=kernel_env(home))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=90)
+        k = Kernel(manager, client)
+        k.execute(
+            f"""
+            import streamwidgets.widgets as sw
+            BASE = {demo_server.base_url!r}
+            """
+        )
+        yield k
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def widget_messages(kernel: Kernel, since: float) -> list[dict[str, Any]]:
+    return [m for t, m in kernel.log if t >= since and m["msg_type"] in ("comm_open", "comm_msg")]
+
+
+# ----------------------------------------------------------------------------- the cell never blocks
+
+
+def test_show_returns_at_once_and_other_cells_run_while_it_streams(kernel: Kernel):
+    _, outputs, took = kernel.execute(
+        "h = sw.show('Explain Python collections', model='demo-markdown', base_url=BASE,"
+        " demo={'tokens_per_second': 150, 'tokens': 450})"
+    )
+    assert took < 2.0
+    displays = [m for m in outputs if m["msg_type"] == "display_data"]
+    assert len(displays) == 1 and WIDGET_MIMETYPE in displays[0]["content"]["data"]
+    assert "display_id" in displays[0]["content"]["transient"]
+    assert not [m for m in outputs if m["msg_type"] == "execute_result"]  # the handle does not repeat the view
+
+    time.sleep(0.6)
+    live = kernel.value("[h.state.status, h.state.text_length, h.done]")
+    assert live[0] == "streaming" and live[1] > 0 and live[2] is False  # another cell ran mid-stream
+    final = kernel.value("[(await h).status, h.state.text_length, 'done' in h.view.header.widget.value]")
+    assert final[0] == "complete" and final[1] > live[1] and final[2]
+
+
+def test_the_saved_output_carries_the_answer_and_never_the_key(kernel: Kernel):
+    since = time.monotonic()
+    kernel.execute(
+        """
+        import os
+        ok = sw.show('Explain recursion', model='demo', base_url=BASE, api_key=os.environ['SW_TEST_KEY'],
+                     demo={'tokens_per_second': 0})
+        bad = sw.show('Explain recursion', model='demo-http-401', base_url=BASE, api_key=os.environ['SW_TEST_KEY'])
+        """
+    )
+    states = kernel.value("[(await ok).status, (await bad).status, ok.state.text, repr(ok), repr(ok.request)]")
+    assert states[:2] == ["complete", "error"]
+    time.sleep(0.3)
+    while kernel.pump(0.1):
+        pass
+    wire = [m for t, m in kernel.log if t >= since]
+    assert wire and not [m for m in wire if SENTINEL in json.dumps(m, default=str)]
+    assert SENTINEL not in json.dumps(states)
+    updates = [m["content"] for m in wire if m["msg_type"] == "update_display_data"]
+    assert len(updates) == 2
+    [answer] = [u["data"] for u in updates if u["data"]["text/markdown"].startswith(states[2])]
+    assert WIDGET_MIMETYPE in answer and "<p>" in answer["text/html"]
+    assert answer["text/markdown"][len(states[2]):].startswith("\n\n*demo · done · ")
+
+
+# ----------------------------------------------------------------------------- cancel
+
+
+def test_a_click_on_cancel_closes_the_connection_and_keeps_the_partial_answer(kernel: Kernel, demo_server: DemoServer):
+    last = max((c.id for c in demo_server.connections), default=0)
+    kernel.execute(
+        "c = sw.show('Write a long tutorial', model='demo-long', base_url=BASE, demo={'tokens_per_second': 100})"
+    )
+    button = kernel.value("c.view.cancel_button.model_id")
+    deadline = time.monotonic() + 10
+    while kernel.value("c.state.text_length") == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)
+    clicked = kernel.click(button)
+    record = demo_server.wait_for_disconnect(timeout=5.0, after=last)
+    assert record is not None and record.outcome == "client_disconnected"
+    latency = record.closed_at_mono - clicked
+    assert latency < 0.5, f"the server saw the disconnect {latency * 1000:.0f} ms after the click"
+    state = kernel.value(
+        "[(await c).status, c.state.text_length, c.view.answer.text == c.state.text,"
+        " c.view.cancel_button.disabled, 'Cancelled by you' in c.view.problems.widget.value,"
+        " 'sw-hidden' in c.view.continue_button._dom_classes, c.view.continue_button.description]"
+    )
+    assert state[0] == "cancelled" and state[1] > 0 and all(state[2:5])
+    assert state[5] is False and state[6] == "Continue"
+
+
+def test_cancel_all_stops_every_running_stream(kernel: Kernel):
+    kernel.execute(
+        """
+        many = [sw.show(f'Question {i}', model='demo-long', base_url=BASE,
+                        demo={'tokens_per_second': 50, 'first_token_delay': 0})
+                for i in range(3)]
+        import asyncio
+        while not all(h.state.text for h in many):
+            await asyncio.sleep(0.05)
+        stopped = sw.cancel_all()
+        """
+    )
+    result = kernel.value("[stopped] + [(await h).status for h in many] + [bool(h.state.text) for h in many]")
+    assert result == [3, "cancelled", "cancelled", "cancelled", True, True, True]
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+FAULTS = {
+    "demo-error": ("error", True),
+    "demo-error-early": ("error", False),
+    "demo-cutoff": ("incomplete", True),
+    "demo-stall": ("incomplete", True),
+    "demo-malformed": ("complete", True),
+    "demo-length": ("complete", True),
+    "demo-http-401": ("error", False),
+    "demo-http-429": ("error", False),
+    "demo-http-503": ("error", False),
+}
+
+
+def test_faults_end_with_the_right_status_a_readable_message_and_the_partial_answer(kernel: Kernel):
+    kernel.execute(
+        f"""
+        faults = {{m: sw.show('Explain asyncio', model=m, base_url=BASE, stall_timeout=1.5,
+                             demo={{'tokens_per_second': 400}}) for m in {list(FAULTS)!r}}}
+        """
+    )
+    report = kernel.value(
+        """{m: {"status": (await h).status, "text": h.state.text_length,
+               "kept": h.view.answer.text == h.state.text,
+               "box": h.view.problems.widget.value, "shown": "sw-hidden" not in h.view.problems.widget._dom_classes,
+               "header": h.view.header.widget.value, "message": h.state.message}
+           for m, h in faults.items()}""",
+        timeout=60,
+    )
+    for model, (status, partial) in FAULTS.items():
+        row = report[model]
+        assert row["status"] == status, (model, row["message"])
+        assert bool(row["text"]) is partial, model
+        assert row["kept"], model
+        assert f"sw-status-{status}" in row["header"], model
+        if model != "demo-malformed" and model != "demo-length":
+            assert row["shown"] and row["message"].split(":")[0] in row["box"], model
+    assert "HTTP 429" in report["demo-http-429"]["box"] and "retry after" in report["demo-http-429"]["box"]
+    assert "could not be read" in report["demo-malformed"]["box"]
+    assert "stalled" in report["demo-stall"]["box"]
+    assert "token limit" in report["demo-length"]["box"]
+
+
+# ----------------------------------------------------------------------------- continue and chat
+
+
+def test_continue_goes_on_in_the_same_view(kernel: Kernel):
+    kernel.execute(
+        "short = sw.show('Explain asyncio', model='demo', base_url=BASE, max_tokens=30, demo={'tokens_per_second': 0})"
+    )
+    first = kernel.value("[(await short).status, short.state.finish, short.text, short.view.continue_button.model_id]")
+    assert first[:2] == ["complete", "length"]
+    kernel.click(first[3])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        after = kernel.value("[len(short.view.segments), short.done]")
+        if after == [2, True]:
+            break
+        time.sleep(0.1)
+    second = kernel.value("[(await short).status, short.text, 'part 2' in short.view.header.widget.value]")
+    assert second[1].startswith(first[2]) and len(second[1]) > len(first[2])
+    assert second[2]
+
+
+def test_the_chat_panel_sends_on_enter_and_keeps_the_history(kernel: Kernel):
+    kernel.execute(
+        """
+        panel = sw.ChatPanel(model='demo', base_url=BASE, demo={'tokens_per_second': 0})
+        panel
+        """
+    )
+    text_box = kernel.value("panel.input.model_id")
+    kernel.set_value(text_box, value="How does binary search work?")  # Enter in the text box
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and kernel.value("len(panel.handles) == 1 and panel.handles[0].done") is not True:
+        time.sleep(0.1)
+    history = kernel.value("[m['role'] for m in panel.messages] + [panel.input.value, panel.send_button.disabled]")
+    assert history == ["user", "assistant", "", False]
+    kernel.execute("second = panel.send('And in Python?')")
+    roles = kernel.value("[(await second).status] + [m['role'] for m in panel.messages] + [len(second.request.messages)]")
+    assert roles == ["complete", "user", "assistant", "user", "assistant", 3]
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+def test_a_recording_replays_in_the_same_view_at_its_pace(kernel: Kernel, tmp_path: Path):
+    recording = tmp_path / "answer.jsonl"
+    kernel.execute(
+        f"""
+        rec = sw.show('Explain binary search', model='demo-reasoning', base_url=BASE,
+                      record={str(recording)!r}, demo={{'tokens_per_second': 300}})
+        original = await rec
+        import time
+        t0 = time.monotonic()
+        again = sw.show_replay({str(recording)!r}, speed=2)
+        """
+    )
+    took = kernel.value(
+        "[(await again).status, again.state.text == original.text, again.state.reasoning == original.reasoning,"
+        " time.monotonic() - t0, (original.ended_at - original.started_at) / 2,"
+        " 'sw-status-complete' in again.view.header.widget.value, again.view.answer.text == original.text,"
+        " again.view.reasoning is not None, again.request is None]"
+    )
+    assert took[:3] == ["complete", True, True]
+    assert took[3] >= took[4] * 0.8  # at the recorded pace (halved), not all at once
+    assert all(took[5:])
+    kernel.execute(
+        f"""
+        stopped = sw.show_replay({str(recording)!r}, speed=0.5)
+        import asyncio
+        while not stopped.state.text:
+            await asyncio.sleep(0.05)
+        """
+    )
+    assert kernel.value("[stopped.cancel(), (await stopped).status, bool(stopped.state.text)]") == [True, "cancelled", True]
+
+
+# ----------------------------------------------------------------------------- outside a kernel
+
+
+def test_outside_a_kernel_show_prints_plain_text_and_returns_the_state(demo_server: DemoServer):
+    import io
+
+    import streamwidgets.widgets as sw
+
+    out = io.StringIO()
+    state = sw.show("Explain the water cycle", model="demo", base_url=demo_server.base_url, out=out,
+                    demo={"tokens_per_second": 0})
+    assert state.status == "complete"
+    printed = out.getvalue()
+    assert printed.startswith(state.text[:50])
+    assert "tokens]" in printed.splitlines()[-1]
+
+
+# ----------------------------------------------------------------------------- a saved notebook
+
+
+def test_a_saved_notebook_shows_the_answer_in_nbconvert_html_and_never_the_key(
+    tmp_path: Path, demo_server: DemoServer, monkeypatch: pytest.MonkeyPatch
+):
+    """Run a notebook for real, save it without widget state — as GitHub and nbconvert see most
+    notebooks — and convert it to HTML.
+
+    nbclient applies an `update_display_data` only while the cell that displayed it runs (it
+    drops later messages of a finished cell; JupyterLab applies them, which was checked in a real
+    browser), so this notebook awaits the stream in the same cell.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    for name, value in kernel_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os\nimport streamwidgets.widgets as sw\n"
+            f"h = sw.show('Explain Big-O notation', model='demo-markdown', base_url={demo_server.base_url!r},\n"
+            "            api_key=os.environ['SW_TEST_KEY'], demo={'tokens_per_second': 0})\n"
+            "state = await h\nprint(state.status)"
+        ),
+    ]
+    NotebookClient(nb, km=kernel_manager(tmp_path), timeout=120).execute()
+    saved = nbformat.writes(nb)
+    assert SENTINEL not in saved
+    output, printed = nb.cells[0].outputs
+    assert output["output_type"] == "display_data"
+    assert {"text/plain", "text/markdown", "text/html", WIDGET_MIMETYPE} <= set(output["data"])
+    assert printed["text"] == "complete\n"
+    markdown = output["data"]["text/markdown"]
+    with_state = nbformat.reads(saved, as_version=4)
+    assert "widgets" in with_state.metadata  # nbclient saves widget state, as Lab can
+    html, _ = HTMLExporter().from_notebook_node(with_state)
+    assert SENTINEL not in html
+    without_state = nbformat.reads(saved, as_version=4)
+    del without_state.metadata["widgets"]  # what GitHub and most saved notebooks have
+    html, _ = HTMLExporter().from_notebook_node(without_state)
+    heading = next(line for line in markdown.splitlines() if line.startswith("#")).lstrip("# ").strip()
+    assert heading and heading in html  # the answer itself, not an empty widget placeholder
+    assert "demo-markdown · done" in html
+
+
+def test_with_a_running_loop_but_no_kernel_show_returns_a_handle_that_prints(demo_server: DemoServer):
+    import asyncio
+    import io
+
+    import streamwidgets.widgets as sw
+
+    out = io.StringIO()
+
+    async def main() -> tuple[object, str]:
+        handle = sw.show("Explain Unicode", model="demo", base_url=demo_server.base_url, out=out,
+                         demo={"tokens_per_second": 0})
+        assert isinstance(handle, sw.StreamHandle) and handle.view is None
+        state = await handle
+        return state, out.getvalue()
+
+    state, printed = asyncio.run(main())
+    assert state.status == "complete" and printed.startswith(state.text[:50])

@@ -1,0 +1,164 @@
+"""The shared frame scheduler, measured on the messages widgets really send (a recording comm).
+
+Many views streaming at once must stay under the kernel-wide message budget and still each be
+drawn; a first token is drawn at once; the final state is always drawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Optional
+
+import pytest
+
+from streamwidgets.events import Heartbeat, Terminator, TextDelta
+from streamwidgets.state import StreamState
+from streamwidgets.widgets import FrameScheduler, StreamHandle, StreamView, scheduler_for
+from widget_harness import Wire, play
+
+
+class CountingView(StreamView):
+    """A view that remembers when it was drawn and what each frame sent."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.frames: list[tuple[float, int]] = []
+        super().__init__(*args, **kwargs)
+
+    def refresh(self, now: Optional[float] = None, *, final: bool = False) -> int:
+        sent = super().refresh(now, final=final)
+        if sent:
+            self.frames.append((time.monotonic(), sent))
+        return sent
+
+
+def tokens(n: int, paragraph: int = 12) -> list:
+    return [TextDelta(f"w{i}" + ("\n\n" if i % paragraph == paragraph - 1 else " ")) for i in range(n)] + [Terminator()]
+
+
+def test_twenty_views_share_the_budget_and_each_is_drawn(monkeypatch):
+    wire = Wire().install(monkeypatch)
+
+    async def main() -> tuple[list[CountingView], list[StreamHandle], float]:
+        scheduler = scheduler_for()
+        views = [CountingView(model=f"m{i}") for i in range(20)]
+        started = time.monotonic()
+        handles = [
+            StreamHandle(lambda s, n: play(tokens(600), s, n, delay=0.003), view=view, scheduler=scheduler)
+            for view in views
+        ]
+        for handle in handles:
+            await handle
+        assert scheduler.idle
+        return views, handles, started
+
+    views, handles, started = asyncio.run(main())
+    duration = time.monotonic() - started
+    assert duration > 1.5  # long enough for the per-second budget to matter
+    peak = wire.max_in_window(1.0, since=started)
+    assert peak <= 210, f"{peak} messages in one second"
+    total = len([m for m in wire.messages if m.at >= started])
+    assert total / duration <= 200
+    for view, handle in zip(views, handles):
+        assert handle.state.status == "complete"
+        assert "w599" in view.answer.html  # the final frame always comes
+        live = [t for t, _ in view.frames if t < view.frames[-1][0]]
+        assert len(live) >= duration  # each view drawn about once a second or more, while streaming
+    per_view = [len(v.frames) for v in views]
+    assert max(per_view) <= 2.5 * min(per_view)  # round-robin: nobody starves
+
+
+def test_a_view_alone_keeps_its_frame_rate_and_slow_parts_go_slower(monkeypatch):
+    Wire().install(monkeypatch)
+
+    async def main() -> tuple[CountingView, float]:
+        view = CountingView(model="m", max_fps=20, slow_fps=2)
+        header_values: list[str] = []
+        view.header.widget.observe(lambda change: header_values.append(change["new"]), "value")
+        started = time.monotonic()
+        handle = StreamHandle(lambda s, n: play(tokens(1000), s, n, delay=0.001), view=view, scheduler=scheduler_for())
+        await handle
+        duration = time.monotonic() - started
+        assert len(header_values) <= duration * 2 + 4  # phases + the slow rate
+        return view, duration
+
+    view, duration = asyncio.run(main())
+    assert 1.0 < duration
+    assert len(view.frames) <= duration * 20 + 3
+    assert len(view.frames) >= duration * 10  # and it does use its frames
+    gaps = [b[0] - a[0] for a, b in zip(view.frames[1:], view.frames[2:-1])]
+    assert min(gaps) >= 0.045
+
+
+def test_the_first_token_is_drawn_at_once():
+    async def main() -> None:
+        scheduler = scheduler_for()
+        state = StreamState()
+        view = StreamView(state)
+        scheduler.add(view)
+        state.apply(Heartbeat())
+        scheduler.notify(view)  # a keep-alive right after the first frame waits its turn...
+        state.apply(TextDelta("First"))
+        scheduler.notify(view)
+        assert "First" in view.answer.html  # ...but the first token does not
+        state.apply(TextDelta(" second"))
+        scheduler.notify(view)
+        assert "second" not in view.answer.html  # within the frame interval: coalesced
+        await asyncio.sleep(view.min_interval * 1.5)
+        assert "second" in view.answer.html  # and drawn by the next frame
+        state.close()
+        await scheduler.finish(view)
+
+    asyncio.run(main())
+
+
+def test_the_final_state_is_always_drawn_even_without_budget():
+    async def main() -> None:
+        scheduler = FrameScheduler(asyncio.get_running_loop(), max_messages_per_second=30, burst=5)
+        views = [StreamView() for _ in range(10)]
+        for view in views:
+            scheduler.add(view)
+            view.state.apply(TextDelta("partial"))
+            scheduler.notify(view)
+        for view in views:
+            view.state.apply(TextDelta(" and the end"))
+            view.state.apply(Terminator())
+            view.state.close()
+            scheduler.notify(view)
+        await asyncio.gather(*(scheduler.finish(view) for view in views))
+        for view in views:
+            assert "the end" in view.answer.html and "done" in view.header.widget.value
+        assert scheduler.idle
+
+    asyncio.run(main())
+
+
+def test_the_live_clock_ticks_without_events_and_stops_when_idle():
+    async def main() -> None:
+        scheduler = scheduler_for()
+        state = StreamState(model="m")
+        state.begin(time.monotonic())
+        view = StreamView(state)
+        scheduler.add(view)
+        assert "0 s" in view.header.widget.value
+        await asyncio.sleep(2.1)
+        assert "2 s" in view.header.widget.value  # no event came, but the clock moved
+        state.close(now=time.monotonic())
+        await scheduler.finish(view)
+        assert scheduler.idle and scheduler._timer is None
+
+    asyncio.run(main())
+
+
+def test_one_scheduler_per_loop():
+    async def get() -> FrameScheduler:
+        return scheduler_for()
+
+    async def twice() -> tuple[FrameScheduler, FrameScheduler]:
+        return scheduler_for(), await get()
+
+    first, second = asyncio.run(twice())
+    assert first is second
+    assert asyncio.run(get()) is not first
+    with pytest.raises(ValueError):
+        FrameScheduler(asyncio.new_event_loop(), max_messages_per_second=10, burst=10)

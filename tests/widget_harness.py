@@ -1,0 +1,152 @@
+"""Test helpers for the widget tests: an event runner and a comm that records what widgets send.
+
+`play()` feeds normalized events into a `StreamState` with real `anyio.sleep` pauses between them,
+the way the client does from the network (used where a test needs exact, scripted events; the
+kernel tests and the benchmark use the real client and the embedded server).
+
+`Wire` replaces `comm.create_comm` (the hook the `comm` package provides for exactly this), so
+that every `comm_open` and state update a widget sends is recorded with its time and JSON size —
+the same messages a kernel would publish on iopub.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import anyio
+import comm
+import ipywidgets as w
+from comm.base_comm import BaseComm
+
+from streamwidgets.events import Event
+from streamwidgets.state import StreamState
+
+
+async def play(
+    events: Iterable[Event],
+    state: StreamState,
+    notify: Callable[[], None],
+    *,
+    delay: float = 0.0,
+    close: bool = True,
+    cancelled_on: Optional[int] = None,
+) -> StreamState:
+    """Apply `events` with `delay` seconds between them, calling `notify()` after each."""
+    state.begin(time.monotonic())
+    try:
+        for event in events:
+            await anyio.sleep(delay)
+            state.apply(event, time.monotonic())
+            notify()
+    except anyio.get_cancelled_exc_class():
+        state.close(cancelled=True, now=time.monotonic())
+        notify()
+        raise
+    if close:
+        state.close(now=time.monotonic())
+        notify()
+    return state
+
+
+@dataclass
+class Sent:
+    at: float
+    msg_type: str
+    size: int
+
+
+@dataclass
+class Wire:
+    """Every message widgets sent while installed."""
+
+    messages: list[Sent] = field(default_factory=list)
+
+    def install(self, monkeypatch: Any) -> "Wire":
+        wire = self
+
+        class RecordingComm(BaseComm):
+            def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+                size = len(json.dumps({"data": data, "metadata": metadata, **keys}, default=str))
+                wire.messages.append(Sent(time.monotonic(), msg_type, size))
+
+        monkeypatch.setattr(comm, "create_comm", lambda *args, **kwargs: RecordingComm(*args, **kwargs))
+        return self
+
+    def updates(self, since: float = 0.0) -> list[Sent]:
+        return [m for m in self.messages if m.msg_type == "comm_msg" and m.at >= since]
+
+    def max_in_window(self, window: float = 1.0, since: float = 0.0) -> int:
+        """The most messages (of any type) sent within any `window` seconds."""
+        times = [m.at for m in self.messages if m.at >= since]
+        best = start = 0
+        for end in range(len(times)):
+            while times[end] - times[start] > window:
+                start += 1
+            best = max(best, end - start + 1)
+        return best
+
+
+def walk(widget: w.Widget) -> list[w.Widget]:
+    """A widget and all widgets below it (children of boxes and accordions)."""
+    out, stack = [], [widget]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(child for child in getattr(node, "children", ()) if isinstance(child, w.Widget))
+    return out
+
+
+def widget_strings(root: w.Widget) -> list[tuple[w.Widget, str, str]]:
+    """(widget, trait, text) for every string in the synced state of every widget below `root`,
+    including their layouts and styles."""
+    found = []
+    for node in walk(root):
+        for owner in (node, getattr(node, "layout", None), getattr(node, "style", None)):
+            if not isinstance(owner, w.Widget):
+                continue
+            for name, value in owner.get_state().items():
+                values: Sequence[Any] = value if isinstance(value, (list, tuple)) else [value]
+                found.extend((node, name, v) for v in values if isinstance(v, str))
+    return found
+
+
+FORBIDDEN_TAGS = {"script", "iframe", "object", "embed", "svg", "math", "base", "meta", "link", "form", "frame", "frameset"}
+URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "poster", "background", "srcset"}
+
+
+class _Audit(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.problems: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        self._check(tag, attrs)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        self._check(tag, attrs)
+
+    def _check(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        if tag in FORBIDDEN_TAGS:
+            self.problems.append(f"<{tag}> tag")
+        if tag == "style":
+            self.problems.append("<style> tag")
+        for name, value in attrs:
+            value = (value or "").strip()
+            if name.startswith("on"):
+                self.problems.append(f"{name}= on <{tag}>")
+            elif name in URL_ATTRS and not value.lower().startswith(("http://", "https://", "#")):
+                self.problems.append(f"{name}={value!r} on <{tag}>")
+            elif name == "style" and any(bad in value.lower() for bad in ("url(", "expression", "javascript")):
+                self.problems.append(f"style={value!r} on <{tag}>")
+
+
+def markup_problems(html: str) -> list[str]:
+    """What in `html` could run script or load a non-web URL in the notebook page."""
+    audit = _Audit()
+    audit.feed(html)
+    audit.close()
+    return audit.problems
