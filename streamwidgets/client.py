@@ -45,8 +45,6 @@ __all__ = [
 DEFAULT_STALL_TIMEOUT = 120.0
 _CONNECT_TIMEOUT = 15.0
 _ERROR_BODY_LIMIT = 64 * 1024
-#: Reads closer together than this are coalesced (well under a frame: the view draws at <= 20 fps).
-_COALESCE_READS = 0.008
 
 Notify = Callable[[], None]
 Prompt = Union[str, Sequence[Mapping[str, Any]]]
@@ -293,19 +291,12 @@ async def _event_batches(
                 body = await _read_limited(response)
                 yield _not_a_stream(normalizer, body, content_type)
                 return
-            last_read = float("-inf")
             async for chunk in response.aiter_raw():
                 if recorder is not None:
                     recorder.chunk(chunk)
                 events = normalizer.feed(chunk)
                 if events:
                     yield events
-                # A fast stream arrives one token per network read; each read costs the kernel far
-                # more than parsing the token. Waiting a few ms lets the next read take several.
-                gap = time.monotonic() - last_read
-                if gap < _COALESCE_READS:
-                    await anyio.sleep(_COALESCE_READS - gap)
-                last_read = time.monotonic()
             tail = normalizer.close()
             if tail:
                 yield tail

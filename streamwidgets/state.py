@@ -33,6 +33,8 @@ __all__ = ["StreamState", "ToolCall", "StreamErrorInfo", "normalize_finish_reaso
 #: Live statuses first, then the four ways a stream can end.
 STATUSES = ("waiting", "streaming", "complete", "incomplete", "error", "cancelled")
 FINAL_STATUSES = frozenset(STATUSES[2:])
+#: Below this span from first to last token a rate is noise (a burst of reads), not a speed.
+_MIN_RATE_SPAN = 0.05
 
 _FINISH_MAP = {
     "stop": "stop",
@@ -207,11 +209,12 @@ class StreamState:
 
     @property
     def tokens_per_second(self) -> Optional[float]:
-        """Completion tokens over the time from the first to the last token."""
+        """Completion tokens over the time from the first to the last token (None when the
+        answer arrived too fast to time, e.g. in one network read or a replay at full speed)."""
         if self.first_token_at is None or self.last_token_at is None:
             return None
         span = self.last_token_at - self.first_token_at
-        if span <= 0:
+        if span < _MIN_RATE_SPAN:
             return None
         return self.completion_tokens[0] / span
 

@@ -32,6 +32,7 @@ import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..markdown import MARKDOWN_CLASS, IncrementalMarkdown, Patch
+from .theme import shared_model
 
 __all__ = ["MarkdownPane"]
 
@@ -74,12 +75,15 @@ class MarkdownPane:
         self._seal_at = seal_at
         self._page_size = page_size
         self._growth = 0.0  # smoothed HTML added per update, for the adaptive threshold
-        self._layout = w.Layout(margin="0", width="100%")
-        self._style = HTMLStyle()
+        # Shared by every pane in the kernel: a new widget of the pane opens one comm, not three.
+        self._layout = shared_model("pane-layout", lambda: w.Layout(margin="0", width="100%"))
+        self._style = shared_model("html-style", HTMLStyle)
         self._runs: list[_Run] = [_Run(self._new_html(""), 0)]
         self._pages: list[w.VBox] = [w.VBox([self._runs[0].widget], layout=self._layout)]
         # Classes given at creation ride in the widget's first message (add_class sends one each).
-        self.widget = w.VBox(self._pages, _dom_classes=(css_class, MARKDOWN_CLASS, "jp-RenderedHTMLCommon"))
+        self.widget = w.VBox(
+            self._pages, layout=self._layout, _dom_classes=(css_class, MARKDOWN_CLASS, "jp-RenderedHTMLCommon")
+        )
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -110,10 +114,7 @@ class MarkdownPane:
             run.widget.close()
         for page in self._pages:
             page.close()
-        self.widget.layout.close()
         self.widget.close()
-        self._layout.close()
-        self._style.close()
 
     # -- internals ------------------------------------------------------------------------------
 

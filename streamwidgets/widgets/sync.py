@@ -4,8 +4,8 @@ what that costs.
 Every model is a `comm_open` of about 1–2 KB and every trait change one comm message (with about
 0.6 KB of envelope), so the frame scheduler budgets in messages and the view paces its frames by
 bytes. Parts share one `Layout` and one style model, carry their CSS classes from the start, and
-are hidden by a class rather than by a `Layout` of their own: a new view costs a third of what
-default widgets would. Panes report what they sent through these helpers instead of guessing.
+are hidden by a class rather than by a `Layout` of their own; the shared models are the
+kernel's (see `theme.shared_model`), so a new view opens no `Layout` or style model at all. Panes report what they sent through these helpers instead of guessing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
-from .theme import HIDDEN
+from .theme import HIDDEN, shared_model
 from .traffic import ENVELOPE_BYTES, NOTHING, Cost
 
 __all__ = ["Parts", "set_traits", "set_visible"]
@@ -26,9 +26,9 @@ __all__ = ["Parts", "set_traits", "set_visible"]
 class Parts:
     """The models a view's parts share, and the factory that makes parts with them."""
 
-    layout: w.Layout = field(default_factory=w.Layout)
-    html_style: HTMLStyle = field(default_factory=HTMLStyle)
-    button_style: w.ButtonStyle = field(default_factory=w.ButtonStyle)
+    layout: w.Layout = field(default_factory=lambda: shared_model("layout", w.Layout))
+    html_style: HTMLStyle = field(default_factory=lambda: shared_model("html-style", HTMLStyle))
+    button_style: w.ButtonStyle = field(default_factory=lambda: shared_model("button-style", w.ButtonStyle))
 
     def html(self, *classes: str, hidden: bool = False, value: str = "") -> w.HTML:
         return w.HTML(value=value, layout=self.layout, style=self.html_style, _dom_classes=_classes(classes, hidden))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from typing import Callable, TypeVar
 
 import ipywidgets as w
 
@@ -125,7 +126,20 @@ _SOURCE = """
 #: The sheet as sent: the rules above plus code highlighting, without the indentation.
 STYLESHEET = re.sub(r"\s*\n\s*", "\n", _SOURCE).strip() + "\n" + PYGMENTS_CSS
 
-_SHARED: "weakref.WeakValueDictionary[str, w.HTML]" = weakref.WeakValueDictionary()
+#: Models every view can share: each crosses the wire once per kernel instead of once per view.
+#: Held weakly, so they live while some view holds them, and are remade if someone closed them.
+_SHARED: "weakref.WeakValueDictionary[str, w.Widget]" = weakref.WeakValueDictionary()
+
+_Model = TypeVar("_Model", bound=w.Widget)
+
+
+def shared_model(name: str, make: Callable[[], _Model]) -> _Model:
+    """The kernel's one model called `name`, made by `make()` when there is none alive."""
+    model = _SHARED.get(name)
+    if model is None or model.comm is None:
+        model = make()
+        _SHARED[name] = model
+    return model  # type: ignore[return-value]
 
 
 def stylesheet_widget() -> w.HTML:
@@ -138,8 +152,7 @@ def stylesheet_widget() -> w.HTML:
     The widget is hidden: a `<style>` element applies wherever it sits in the page, so it needs
     no box of its own and adds no gap above the view.
     """
-    style = _SHARED.get("style")
-    if style is None or style.comm is None:
-        style = w.HTML(value=f"<style>{STYLESHEET}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",))
-        _SHARED["style"] = style
-    return style
+    return shared_model(
+        "style",
+        lambda: w.HTML(value=f"<style>{STYLESHEET}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",)),
+    )
