@@ -1,0 +1,305 @@
+"""Real-browser fixtures: a JupyterLab server, the embedded provider, and Debian's Chromium.
+
+Everything here follows what was measured on these machines (shared/testing.md, "A real
+browser"): Playwright drives the system Chromium (never `playwright install`), the Jupyter server
+is isolated in temporary config, data, runtime, IPython, workspace and settings directories and
+serves a temporary copy of the notebooks (Lab autosaves), and a test waits for the kernel to be
+*connected* and idle — the toolbar's idle indicator says idle before that, and a cell run then
+silently does nothing. One server, one embedded provider and one browser serve a whole module,
+because a cell-to-assertion run is 6–10 s and the machine has two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from notebook_driver import ARTIFACTS, SLOW, Notebook, open_notebook
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+
+#: Flags that keep Chromium from dialling out: this network refuses it, and a refused connection
+#: costs seconds at start-up.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+#: Lab's "Jupyter news" toast would cover the notebook in every screenshot, and its windowed
+#: notebook stops drawing cells that scrolled out of sight (their text reads as empty).
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "windowingMode": "none",
+    },
+}
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: drives a real Chromium against a real Jupyter server (slow)")
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def offline_env() -> dict[str, str]:
+    """The environment without any provider key, so that every notebook takes its offline path."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("SW_PROVIDER", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def wait_for_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = SLOW) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"{url} did not answer within {timeout:g} s:\n{_tail(log)}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process we started, by its PID (its own process group: the server's kernels too)."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@dataclass
+class DemoProvider:
+    """The embedded offline provider, run by the test as `python -m streamwidgets serve`.
+
+    A notebook points at it with `base_url=`, and the test reads `GET /_demo/connections` to learn
+    how each stream ended on the server's side (a Cancel must show up as a client disconnect).
+    """
+
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root}/v1"
+
+    def connections(self) -> list[dict[str, Any]]:
+        return list(get_json(f"{self.root}/_demo/connections"))
+
+
+@dataclass
+class JupyterServer:
+    """A Jupyter server (JupyterLab, Notebook 7 and Voila in one) on 127.0.0.1 with no token."""
+
+    port: int
+    root: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lab_url(self, path: str) -> str:
+        return f"{self.url}/lab/tree/{path}?reset"
+
+    def notebook_url(self, path: str) -> str:
+        return f"{self.url}/notebooks/{path}"
+
+    def voila_url(self, path: str) -> str:
+        return f"{self.url}/voila/render/{path}"
+
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        """Save a scratch notebook of code cells next to the served copies; return its path."""
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, self.root / name)
+        return name
+
+    def shutdown_kernels(self) -> None:
+        """Free the CPU between tests (two cores are shared): every kernel, Voila's included."""
+        for kernel in get_json(f"{self.url}/api/kernels"):
+            request = urllib.request.Request(f"{self.url}/api/kernels/{kernel['id']}", method="DELETE")
+            try:
+                urllib.request.urlopen(request, timeout=30).close()
+            except urllib.error.HTTPError as error:
+                if error.code != 404:  # 404: it ended by itself meanwhile
+                    raise
+
+
+@pytest.fixture(scope="module")
+def workdir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="sw-browser-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def demo_provider(workdir: Path) -> Iterator[DemoProvider]:
+    port = free_port()
+    log = workdir / "demo-provider.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamwidgets", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env=offline_env(), start_new_session=True,
+        )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/_demo/connections", process, log)
+        yield DemoProvider(port, process)
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def jupyter(workdir: Path, request: pytest.FixtureRequest) -> Iterator[JupyterServer]:
+    root = workdir / "notebooks"
+    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    dirs = {name: workdir / name for name in ("config", "data", "runtime", "ipython", "workspaces", "settings")}
+    for path in dirs.values():
+        path.mkdir()
+    for relative, settings in LAB_SETTINGS.items():
+        target = dirs["settings"] / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(settings))
+    env = offline_env()
+    env.update(
+        JUPYTER_CONFIG_DIR=str(dirs["config"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]),
+        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        IPYTHONDIR=str(dirs["ipython"]),
+    )
+    port = free_port()
+    log = workdir / "jupyter.log"
+    command = [
+        sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--port-retries=0",
+        f"--ServerApp.root_dir={root}",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",  # lets the fixture shut kernels down over REST
+        f"--LabApp.workspaces_dir={dirs['workspaces']}",
+        f"--LabApp.user_settings_dir={dirs['settings']}",
+        "--LabApp.expose_app_in_browser=True",
+        "--JupyterNotebookApp.expose_app_in_browser=True",
+        "--LabApp.extension_manager=readonly",  # no registry look-ups from the test server
+        "--VoilaConfiguration.show_tracebacks=True",
+    ]
+    if os.geteuid() == 0:  # containers and CI machines often run as root
+        command.append("--allow-root")
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root,
+                                   start_new_session=True)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/api/status", process, log)
+        yield JupyterServer(port, root, process)
+    finally:
+        stop(process)
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(log, ARTIFACTS / f"jupyter-{request.module.__name__}.log")
+
+
+@pytest.fixture(scope="module")
+def browser(workdir: Path) -> Iterator[Any]:
+    """A fresh Chromium profile per module (persistent context = one browser, no leftovers)."""
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's Chromium is missing: `apt-get install -y chromium` (scripts/_setup.sh does it); "
+                    "deselect these tests with -m 'not browser'")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(workdir / "chromium-profile"),
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+            device_scale_factor=1,
+        )
+        context.set_default_timeout(60_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser: Any, jupyter: JupyterServer) -> Iterator[Any]:
+    """A new tab for one test; its kernels are shut down afterwards."""
+    tab = browser.new_page()
+    try:
+        yield tab
+    finally:
+        tab.close()
+        jupyter.shutdown_kernels()
+
+
+@pytest.fixture
+def opener(page: Any, jupyter: JupyterServer) -> Callable[[str, str], Notebook]:
+    """`opener(path, "lab" | "notebook")` opens a served notebook and waits for its kernel."""
+
+    def _open(path: str, flavor: str) -> Notebook:
+        url = jupyter.lab_url(path) if flavor == "lab" else jupyter.notebook_url(path)
+        return open_notebook(page, url, path, flavor)
+
+    return _open
