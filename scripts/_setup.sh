@@ -5,14 +5,17 @@ setup_system_packages() {
   python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v git >/dev/null 2>&1 || need+=(git)
+  # Fonts for the browser tests' screenshots: text, and the emoji that answers contain.
+  [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+  [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || need+=(fonts-noto-color-emoji)
   if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
       echo "== apt-get install ${need[*]}"
       apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-dejavu-core >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     elif command -v sudo >/dev/null 2>&1; then
       sudo apt-get update -qq
-      sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-dejavu-core >/dev/null
+      sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     else
       echo "Missing system packages: ${need[*]} (install them with apt-get as root)" >&2
       exit 1

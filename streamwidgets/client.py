@@ -182,6 +182,8 @@ def make_request(
         else:
             base_url = preset.base_url
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
+    if not model and note is not None:
+        model = "demo"  # offline, any name will do: the embedded provider answers them all
     if not model:
         raise ValueError(f"provider {preset.name!r} has no default model; pass model=")
     return StreamRequest(
@@ -418,6 +420,8 @@ def continue_request(request: StreamRequest, state: StreamState) -> StreamReques
     The new request's `prefix` makes the new state start with the whole partial answer.
     """
     partial = state.text if state.text.startswith(request.prefix) else request.prefix + state.text
+    if request.api == "messages":
+        partial = partial.rstrip()  # a prefill may not end in white space; the model adds it back
     base = request.messages
     if request.prefix:  # continuing a continuation: replace the turns the last one added
         base = base[: -len(_continuation(request.api, ""))]
@@ -426,7 +430,7 @@ def continue_request(request: StreamRequest, state: StreamState) -> StreamReques
 
 def _continuation(api: str, partial: str) -> list[dict[str, Any]]:
     if api == "messages":
-        return [{"role": "assistant", "content": partial.rstrip()}]
+        return [{"role": "assistant", "content": partial}]
     return [
         {"role": "assistant", "content": partial},
         {"role": "user", "content": "Continue exactly where you stopped, without repeating anything."},

@@ -55,6 +55,9 @@ class DemoRequest:
     tool_properties: tuple[str, ...] = ()
     tool_results: tuple[str, ...] = ()
     thinking_disabled: bool = False
+    #: A partial answer to carry on from: an assistant prefill (Messages), or an assistant turn
+    #: followed by a "Continue…" instruction (what `streamwidgets.continue_request` sends).
+    continuation: str = ""
     options: DemoOptions = DemoOptions()
 
 
@@ -77,7 +80,8 @@ def parse_request(api: str, body: bytes | Mapping[str, Any], headers: Mapping[st
         turns, tail_results, tools = _completions(data)
     else:  # pragma: no cover - the router only passes known APIs
         raise ValueError(api)
-    prompt, history = _last_user_text(turns)
+    continuation, asked = _continuation(turns)
+    prompt, history = _last_user_text(turns[:asked])
     prompt_tokens = _PRIMING_TOKENS + sum(n + _PER_MESSAGE_TOKENS for _, _, n in turns)
     tool_names, tool_properties, tool_tokens = tools
     stream_options = data.get("stream_options")
@@ -96,6 +100,7 @@ def parse_request(api: str, body: bytes | Mapping[str, Any], headers: Mapping[st
         tool_properties=tool_properties,
         tool_results=tail_results,
         thinking_disabled=isinstance(thinking, Mapping) and thinking.get("type") == "disabled",
+        continuation=continuation,
         options=_options(data.get("demo"), headers or {}),
     )
 
@@ -237,6 +242,21 @@ def _tail(turns: list[_Turn], roles: tuple[str, ...]) -> list[_Turn]:
             break
         tail.append(turn)
     return tail[::-1]
+
+
+def _continuation(turns: list[_Turn]) -> tuple[str, int]:
+    """(the partial answer to continue, how many turns hold the original question)."""
+    if turns and turns[-1][0] == "assistant" and turns[-1][1].strip():
+        return turns[-1][1], len(turns) - 1
+    if (
+        len(turns) >= 2
+        and turns[-1][0] == "user"
+        and turns[-1][1].lstrip().lower().startswith("continue")
+        and turns[-2][0] == "assistant"
+        and turns[-2][1].strip()
+    ):
+        return turns[-2][1], len(turns) - 2
+    return "", len(turns)
 
 
 def _last_user_text(turns: list[_Turn]) -> tuple[str, int]:

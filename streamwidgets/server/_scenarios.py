@@ -229,13 +229,15 @@ def build_script(request: DemoRequest, *, now: float, nonce: str) -> Script:
     scenario = SCENARIOS[scenario_name]
     seed = request.prompt if options.seed is None else f"{options.seed}|{request.prompt}"
     script = _SCRIPTERS[scenario_name](base, request, seed)
+    if request.continuation:
+        script = _continued(script, request, seed)
     if request.thinking_disabled:  # Anthropic's `thinking: {"type": "disabled"}`
         script = _replace(script, reasoning_tokens=())
     if online and not script.sources:
         searched = _search_script(base, request, seed)
         script = _replace(script, sources=searched.sources, search_query=searched.search_query)
     limit = request.max_tokens
-    if scenario_name == "demo-length":  # always cut, even under the Messages API's required max_tokens
+    if scenario_name == "demo-length" and not request.continuation:  # always cut, even under Messages' max_tokens
         limit = min(limit or _DEFAULT_LENGTH_LIMIT, _DEFAULT_LENGTH_LIMIT)
     script = _limit(script, limit)
     if script.malformed_after is not None:  # still in the middle of what the limit left
@@ -391,6 +393,27 @@ def _xss(base: Script, request: DemoRequest, seed: str) -> Script:
         tool_calls=(ScriptedToolCall(answers.XSS_TOOL_NAME, tuple(tokenize(answers.XSS_TOOL_ARGUMENTS))),),
         ending="tool_calls",
     )
+
+
+#: Scenarios whose answer is the plain one, cut short by a scripted fault.
+_FAULTS = frozenset({"demo-error", "demo-error-early", "demo-cutoff", "demo-stall", "demo-malformed", "demo-length"})
+
+
+def _continued(script: Script, request: DemoRequest, seed: str) -> Script:
+    """A Continue: stream the rest of the answer that the partial text is the start of.
+
+    The fault already happened, so the rest arrives whole; a partial that is not the start of
+    this prompt's answer gets the ordinary answer, as a real model would improvise one.
+    """
+    whole = script
+    if script.scenario in _FAULTS:
+        whole = _plain(_replace(script, ending="stop", error=None), request, seed)
+    done = request.continuation
+    if not whole.text.startswith(done) or len(whole.text) == len(done):
+        return script
+    rest = tuple(tokenize(whole.text[len(done):]))
+    return _replace(whole, reasoning_tokens=(), blocks=(TextBlock(rest),), ending="stop", error=None,
+                    malformed_after=None)
 
 
 _SCRIPTERS = {
