@@ -12,7 +12,6 @@ import json
 import time
 from pathlib import Path
 
-import ipywidgets as w
 import pytest
 
 from streamwidgets.client import make_request
@@ -51,8 +50,21 @@ def feed(state: StreamState, *events, t: float = 1.0) -> None:
         state.apply(event, t)
 
 
-def shown(widget: w.DOMWidget) -> bool:
+def shown(part: object) -> bool:
+    """A part (a pane or a widget) is on screen: it was made, and it is not hidden.
+
+    The parts most answers never need (reasoning, tool calls, sources, the problem box, Continue)
+    are None until the view makes them.
+    """
+    if part is None:
+        return False
+    widget = getattr(part, "widget", part)
     return HIDDEN not in widget._dom_classes
+
+
+def value(pane: object) -> str:
+    """What a pane shows ("" when it was never made)."""
+    return pane.widget.value if pane is not None else ""  # type: ignore[attr-defined]
 
 
 def full_stream(state: StreamState) -> None:
@@ -106,19 +118,110 @@ def test_every_pane_after_a_complete_stream():
     assert "estimated" not in usage
     assert "width: 34.0%" in usage and "34 of 100 tokens allowed" in usage
 
-    assert not shown(view.problems.widget)
-    assert view.cancel_button.disabled
-    assert not shown(view.continue_button)
+    assert view.problems is None  # a clean answer never made the problem box
+    assert view.cancel_button.disabled and not shown(view.cancel_button)  # nothing left to cancel
+    assert view.continue_button is None
 
 
-def test_parts_stay_hidden_until_they_have_something_to_show():
+def test_parts_are_made_or_shown_only_when_they_have_something_to_show():
     view = StreamView(StreamState(model="m", provider="p"))
+    view.on_cancel(lambda: None)
     view.refresh(0.0)
-    assert view.reasoning is None  # made when reasoning arrives
-    for pane in (view.tools, view.sources, view.usage, view.problems):
-        assert not shown(pane.widget)
+    for part in (view.reasoning, view.tools, view.sources, view.problems, view.continue_button):
+        assert part is None
+    assert not shown(view.usage)
+    assert shown(view.cancel_button) and not view.cancel_button.disabled
     assert "waiting for the first token" in view.header.widget.value
     assert "sw-pulse" in view.header.widget.value
+
+
+def test_a_plain_answer_never_opens_the_parts_it_does_not_need(monkeypatch):
+    """Every widget is a comm_open of about a kilobyte: an answer with no reasoning, sources,
+    tool calls or problem opens only the answer, the header row and the usage meter."""
+    StreamView(StreamState())  # the kernel's shared stylesheet, layout and style models
+    wire = Wire().install(monkeypatch)
+    state = StreamState(model="m")
+    view = StreamView(state, api="chat")
+    view.on_cancel(lambda: None)
+    view.on_continue(lambda: None)
+    state.begin(0.0)
+    view.refresh(0.0)
+    feed(state, TextDelta("Hello **world**.\n\nA second paragraph."), t=0.5)
+    view.refresh(0.5)
+    feed(state, UsageReport(Usage(3, 9, 12)), Finish("stop"), Terminator(), t=0.9)
+    state.close(now=1.0)
+    view.refresh(1.0)
+    opened = [m for m in wire.messages if m.msg_type == "comm_open"]
+    classes = {c for node in walk(view.widget) for c in node._dom_classes}
+    assert not classes & {"sw-reasoning-box", "sw-tools", "sw-sources", "sw-problems", "sw-continue"}
+    # view, header row, header, Cancel, usage, and the answer's box, page and live HTML widget
+    assert len(opened) == 8, [m.size for m in opened]
+    assert sum(m.size for m in opened) < 8_000
+
+
+def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
+    first = StreamState(model="m")
+    view = StreamView(first)
+    view.on_continue(lambda: None)
+    feed(first, TextDelta("Partial"), ToolCallDelta(0, "c1", "lookup", '{"q": 1}'))
+    view.refresh(0.0)
+    feed(first, SourcesFound((Source("https://a.example/", "A"),)), ReasoningDelta("hm"))
+    first.close(reason="the connection broke.")
+    view.refresh(0.1)
+    order = [
+        view.header.widget, view.reasoning.widget, view.answer.widget, view.tools.widget,
+        view.sources.widget, view.usage.widget, view.problems.widget,
+    ]
+    children = [child for child in view.widget.children if "sw-style" not in child._dom_classes]
+    assert children[0].children[:2] == (view.header.widget, view.cancel_button)
+    assert [children[0].children[0], *children[1:]] == order
+    assert view.continue_button in children[0].children and shown(view.continue_button)
+    assert all(shown(part) for part in order)
+
+    second = StreamState(model="m")
+    view.attach(second)
+    feed(second, TextDelta("Partial and the rest."))
+    view.refresh(1.0)
+    assert not shown(view.tools) and not shown(view.problems) and not shown(view.continue_button)
+    assert shown(view.sources)  # the first part's sources still belong to the answer
+
+
+def test_the_header_names_the_api_and_puts_a_note_on_a_line_of_its_own():
+    """Three views of one model through chat, responses and messages must not look alike; an
+    offline note must not push the buttons out of the header row."""
+    state = StreamState()
+    view = StreamView(state, model="demo", provider="demo", api="responses", note="Offline demo: <no key>")
+    view.refresh(0.0)
+    header = view.header.widget.value
+    assert 'demo · <span class="sw-api">responses</span>' in header
+    assert "via demo" not in header  # the provider is not repeated when it is the model's name
+    line, note = header.split('<div class="sw-header-note">')
+    assert "Offline demo" not in line and note == "Offline demo: &lt;no key&gt;</div>"
+    plain = StreamView(StreamState(), model="gpt", provider="openai")
+    plain.refresh(0.0)
+    assert "sw-api" not in plain.header.widget.value and "sw-header-note" not in plain.header.widget.value
+    assert "via openai" in plain.header.widget.value
+    view.attach(StreamState(), api="messages")  # a later part may say another API
+    view.refresh(1.0)
+    assert '<span class="sw-api">messages</span>' in view.header.widget.value
+
+
+def test_cancel_shows_only_while_it_can_act():
+    done = parse(b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n', dialect="chat")
+    recorded = StreamView(done)  # a finished answer that nobody can cancel
+    recorded._repr_mimebundle_()
+    assert recorded.cancel_button.disabled and not shown(recorded.cancel_button)
+    state = StreamState()
+    live = StreamView(state)
+    live.refresh(0.0)
+    assert not shown(live.cancel_button)  # nobody to tell: no button to click
+    live.on_cancel(lambda: None)
+    feed(state, TextDelta("a"))
+    live.refresh(0.1)
+    assert shown(live.cancel_button) and not live.cancel_button.disabled
+    state.close(cancelled=True)
+    live.refresh(0.2)
+    assert live.cancel_button.disabled and not shown(live.cancel_button)
 
 
 def test_waiting_shows_keepalives_as_a_sign_of_life():
@@ -191,18 +294,18 @@ def test_final_statuses_explain_themselves_and_keep_the_partial_answer(events, c
     state.begin(0.0)
     feed(state, *events, t=0.5)
     view.refresh(0.5)
-    assert not view.cancel_button.disabled  # enabled while streaming
+    assert not view.cancel_button.disabled and shown(view.cancel_button)  # while streaming
     state.close(now=1.0, **close)
     assert state.status == status
     view.refresh(1.0)
-    box = view.problems.widget.value
-    assert shown(view.problems.widget) and kind in box
+    box = value(view.problems)
+    assert shown(view.problems) and kind in box
     for word in words:
         assert word in box
     if state.text:
         assert "Partial" in view.answer.html  # the partial answer stays above the box
         assert view.continue_button.description == "Continue"
-    assert view.cancel_button.disabled
+    assert view.cancel_button.disabled and not shown(view.cancel_button)  # Continue takes its place
     continuable = status in ("error", "incomplete", "cancelled") or state.finish == "length"
     assert shown(view.continue_button) is continuable
     if continuable and not state.text:
@@ -343,12 +446,12 @@ def test_every_recorded_provider_stream_renders(recording: Path):
     assert view.answer.text == state.text
     assert f"sw-status-{state.status}" in view.header.widget.value
     assert (view.reasoning is not None) == bool(state.reasoning)
-    assert shown(view.sources.widget) == bool(state.sources)
-    assert shown(view.tools.widget) == bool(state.tool_calls)
+    assert shown(view.sources) == bool(state.sources)
+    assert shown(view.tools) == bool(state.tool_calls)
     if state.status != "complete" or state.warnings:
-        assert shown(view.problems.widget)
+        assert shown(view.problems)
     if state.error is not None:
-        assert escape_html(state.error.message[:40]) in view.problems.widget.value
+        assert escape_html(state.error.message[:40]) in value(view.problems)
     assert audit_view(view) == []
 
 
@@ -448,7 +551,9 @@ def test_no_executable_markup_from_any_pane(payload):
     feed(
         state,
         SourcesFound((Source(payload, payload), Source("https://ok.example/" + payload, payload), Source(payload))),
-        TextDelta(payload + "\n\nsee [1] and [2]\n\n" + payload + "\n\n| a | b |\n|---|---|\n| " + payload + " | x |\n"),
+        TextDelta(
+            payload + "\n\nsee [1] and [2]\n\n" + payload + "\n\n| a | b |\n|---|---|\n| " + payload + " | x |\n"
+        ),
         ToolCallDelta(0, payload, payload, payload),
         ToolCallDelta(1, "c2", "ok", json.dumps({"p": payload})),
         RefusalDelta(payload),
@@ -602,6 +707,35 @@ def test_the_terminal_gets_plain_text_without_control_sequences():
     assert "about 5 tokens" in text
 
 
+def test_show_with_display_false_streams_into_a_view_it_does_not_display(monkeypatch):
+    """`display=False` lets a person place views themselves (`HBox([h.view.widget ...])`): nothing
+    goes to the cell's output — no view, and no static answer when the stream ends."""
+    import IPython.display
+
+    from streamwidgets.widgets import launch, show_replay
+
+    outputs: list[tuple[str, object]] = []
+    monkeypatch.setattr(launch, "_kernel_shell", lambda: type("Shell", (), {"execution_count": 3})())
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: outputs.append(("display", k["display_id"])))
+    monkeypatch.setattr(IPython.display, "update_display", lambda *a, **k: outputs.append(("update", k["display_id"])))
+    recording = Path(__file__).parent / "transcripts" / "chat" / "everyais_include_usage.sse"
+
+    async def main() -> tuple[StreamHandle, StreamHandle]:
+        placed = show_replay(recording, speed=0, display=False, model="m", api="chat")
+        shown_ = show_replay(recording, speed=0, model="m")
+        await placed
+        await shown_
+        return placed, shown_
+
+    placed, displayed = asyncio.run(main())
+    assert placed.view is not None and placed.displayed_in is None
+    assert placed.state.status == "complete" and placed.view.answer.text == placed.state.text != ""
+    assert "sw-status-complete" in placed.view.header.widget.value and "sw-api" in placed.view.header.widget.value
+    assert displayed.displayed_in == 3
+    assert [kind for kind, _ in outputs] == ["display", "update"]  # the displayed one only
+    assert outputs[0][1] == outputs[1][1]
+
+
 def test_the_final_output_carries_the_answer_for_nbconvert_and_github():
     state = StreamState()
     view = StreamView(state)
@@ -620,7 +754,10 @@ def test_the_final_output_carries_the_answer_for_nbconvert_and_github():
 def test_every_part_has_a_stable_css_class():
     state = StreamState()
     view = StreamView(state)
-    feed(state, ReasoningDelta("hm"))
+    view.on_continue(lambda: None)
+    feed(state, ReasoningDelta("hm"), TextDelta("so"), ToolCallDelta(0, "c", "f", "{}"), Problem("bad chunk"),
+         SourcesFound((Source("https://a.example/"),)))
+    state.close()
     view.refresh(0.0)
     classes = {c for node in walk(view.widget) for c in node._dom_classes}
     for expected in ("sw-view", "sw-header", "sw-cancel", "sw-continue", "sw-reasoning-box", "sw-answer",

@@ -34,7 +34,9 @@ class ChatPanel:
     api_key, system, offline, and request-body parameters such as `max_tokens`).
     """
 
-    def __init__(self, *, max_fps: float = 20.0, placeholder: str = "Ask something and press Enter", **options: Any) -> None:
+    def __init__(
+        self, *, max_fps: float = 20.0, placeholder: str = "Ask something and press Enter", **options: Any
+    ) -> None:
         self.chat = Chat(**options)
         self._max_fps = max_fps
         self._parts = parts = Parts()
@@ -82,6 +84,7 @@ class ChatPanel:
         view = StreamView(
             model=request.model,
             provider=request.provider.name,
+            api=request.api,
             max_tokens=request.max_tokens,
             citation_markers=request.provider.citation_markers,
             note=request.offline_note,

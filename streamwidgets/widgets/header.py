@@ -1,7 +1,10 @@
-"""The header line: who answers, what is happening now, and how fast.
+"""The header line: who answers (model, API, provider), what is happening now, and how fast.
 
 A person waiting for an answer first wants to know that something is happening: the status has a
-pulsing dot (a CSS animation, so it costs no messages) and counts the server's keep-alives.
+pulsing dot (a CSS animation, so it costs no messages) and counts the server's keep-alives. The
+API is named because three views of one model through chat, responses and messages would
+otherwise look the same. A note (such as "offline: the embedded provider stands in") goes on a
+line of its own, so that a long one never pushes the buttons out of the header row.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ def header_html(
     now: Optional[float] = None,
     model: Optional[str] = None,
     provider: Optional[str] = None,
+    api: Optional[str] = None,
     part: int = 1,
     note: Optional[str] = None,
 ) -> str:
@@ -57,8 +61,12 @@ def header_html(
     live = phase in _LIVE
     items = []
     name = state.model or model
+    api_html = f'<span class="sw-api">{escape_html(formatting.shorten(api, _MAX_NAME))}</span>' if api else ""
     if name:
-        items.append(f'<span class="sw-model">{escape_html(formatting.shorten(name, _MAX_NAME))}</span>')
+        shown = escape_html(formatting.shorten(name, _MAX_NAME))
+        items.append(f'<span class="sw-model">{shown}{" · " + api_html if api_html else ""}</span>')
+    elif api_html:
+        items.append(api_html)
     who = state.provider or provider
     if who and who != name:
         items.append(f'<span class="sw-provider">via {escape_html(formatting.shorten(who, _MAX_NAME))}</span>')
@@ -88,26 +96,21 @@ def header_html(
         items.append(
             f'<span class="sw-alive">server alive · {formatting.count(state.heartbeats)} keepalive{plural}</span>'
         )
+    line = f'<div class="sw-header-line">{"".join(items)}</div>'
     if note:
-        items.append(f'<span class="sw-note">{escape_html(formatting.shorten(note, 300))}</span>')
-    return f'<div class="sw-header-line">{"".join(items)}</div>'
+        line += f'<div class="sw-header-note">{escape_html(formatting.shorten(note, 300))}</div>'
+    return line
 
 
 class Header:
-    """The header pane: one `HTML` widget, re-rendered at the slow rate or when the phase changes."""
+    """The header pane: one `HTML` widget, redrawn at the slow rate or when the phase changes.
 
-    def __init__(self, parts: Parts) -> None:
-        self.widget = parts.html("sw-header")
+    It is made with its first look (`html`), so that the view's first frame need not send it.
+    """
 
-    def render(
-        self,
-        state: StreamState,
-        *,
-        now: Optional[float],
-        model: Optional[str],
-        provider: Optional[str],
-        part: int,
-        note: Optional[str] = None,
-    ) -> Cost:
-        html = header_html(state, now=now, model=model, provider=provider, part=part, note=note)
+    def __init__(self, parts: Parts, html: str) -> None:
+        self.widget = parts.html("sw-header", value=html)
+
+    def show(self, html: str) -> Cost:
+        """Show `header_html(...)` (nothing is sent when it did not change)."""
         return set_traits(self.widget, value=html)

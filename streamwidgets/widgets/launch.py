@@ -1,9 +1,11 @@
 """`show()` and `show_replay()`: one call that does the right thing wherever it runs.
 
 In a kernel the view is displayed, the stream becomes a background task and a `StreamHandle`
-comes back at once, so the cell finishes and Cancel clicks are heard. Outside a kernel there is
-no page to draw widgets on: the answer goes to the terminal as plain text, and `show()` returns
-the final `StreamState` (or, when an event loop is already running there, a handle to await).
+comes back at once, so the cell finishes and Cancel clicks are heard; with `display=False` the
+view is only made, for the caller to place (`HBox([h.view.widget for h in handles])`). Outside
+a kernel there is no page to draw widgets on: the answer goes to the terminal as plain text, and
+`show()` returns the final `StreamState` (or, when an event loop is already running there, a
+handle to await).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def show(
     offline: Optional[bool] = None,
     record: Union[str, "os.PathLike[str]", None] = None,
     max_fps: float = 20.0,
+    display: bool = True,
     out: Optional[TextIO] = None,
     **params: Any,
 ) -> Union[StreamHandle, StreamState]:
@@ -47,6 +50,7 @@ def show(
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
     body). `record=` saves the raw stream for `show_replay()`. `max_fps` caps the view's redraws.
+    `display=False` streams into a view that is not displayed: place `handle.view.widget` yourself.
     """
     if isinstance(prompt, StreamRequest):
         request = prompt
@@ -63,8 +67,10 @@ def show(
         runner,
         request=request,
         out=out,
+        display=display,
         model=request.model,
         provider=request.provider.name,
+        api=request.api,
         max_tokens=request.max_tokens,
         citation_markers=request.provider.citation_markers,
         note=request.offline_note,
@@ -78,18 +84,22 @@ def show_replay(
     *,
     model: Optional[str] = None,
     provider: Optional[str] = None,
+    api: Optional[str] = None,
     citation_markers: bool = False,
     max_fps: float = 20.0,
+    display: bool = True,
     out: Optional[TextIO] = None,
 ) -> Union[StreamHandle, StreamState]:
     """Replay a recording (`show(..., record=path)`, or a raw SSE file) in the same view, at its
-    recorded pace times `speed` (0: no waiting). Cancel works as for a live stream."""
+    recorded pace times `speed` (0: no waiting). Cancel works as for a live stream. `model`,
+    `provider` and `api` label the header; `display=False` as for `show()`."""
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return replay_into(source, state, speed=speed, notify=notify)
 
     return show_runner(
-        runner, out=out, model=model, provider=provider, citation_markers=citation_markers, max_fps=max_fps
+        runner, out=out, display=display, model=model, provider=provider, api=api,
+        citation_markers=citation_markers, max_fps=max_fps,
     )
 
 
@@ -98,24 +108,36 @@ def show_sdk(
     *,
     model: Optional[str] = None,
     provider: Optional[str] = None,
+    api: Optional[str] = None,
     max_fps: float = 20.0,
+    display: bool = True,
     out: Optional[TextIO] = None,
 ) -> Union[StreamHandle, StreamState]:
     """Show a stream you opened with the official `openai` or `anthropic` SDK (sync or async) in
-    the same view; Cancel closes the SDK stream, and so its connection."""
+    the same view; Cancel closes the SDK stream, and so its connection. `model`, `provider` and
+    `api` label the header; `display=False` as for `show()`."""
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return sdk_into(stream, state, notify=notify, provider=provider)
 
-    return show_runner(runner, out=out, model=model, provider=provider, max_fps=max_fps)
+    return show_runner(runner, out=out, display=display, model=model, provider=provider, api=api, max_fps=max_fps)
 
 
 def show_runner(
-    runner: Runner, *, request: Optional[StreamRequest] = None, out: Optional[TextIO] = None, **view_options: Any
+    runner: Runner,
+    *,
+    request: Optional[StreamRequest] = None,
+    display: bool = True,
+    out: Optional[TextIO] = None,
+    **view_options: Any,
 ) -> Union[StreamHandle, StreamState]:
     """Show any stream: `runner(state, notify)` feeds the state (`stream_into`, `replay_into`, an
     SDK stream...) and calls `notify()` after each batch. `view_options` go to `StreamView`;
     `request` (for a live stream) enables Continue and redacts its key from what is shown.
+
+    In a kernel, `display=False` makes the view without displaying it; the stream runs in the
+    background all the same, but with no output of its own there is no display to give the
+    static answer (`fallback.final_bundle`) to when it ends.
     """
     redact = request.redact if request is not None else (lambda text: text)
     try:
@@ -130,13 +152,16 @@ def show_runner(
         handle.add_done_callback(lambda _handle: printer.finish())
         return handle
 
-    from IPython.display import display, update_display
+    from IPython.display import display as show_output
+    from IPython.display import update_display
 
     view = StreamView(**view_options)
     handle = StreamHandle(runner, view=view, scheduler=scheduler_for(loop), request=request)
+    if not display:
+        return handle
     display_id = uuid.uuid4().hex
     model = view_options.get("model")
-    display(placeholder_bundle(view.widget, model), raw=True, display_id=display_id)
+    show_output(placeholder_bundle(view.widget, model), raw=True, display_id=display_id)
     handle.displayed_in = getattr(shell, "execution_count", None)
 
     def publish_answer(done: StreamHandle) -> None:

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from ..markdown import escape_html
 from ..state import StreamState
 from . import formatting
-from .sync import Parts, set_traits, set_visible
+from .sync import Parts, set_traits, visible_classes
 from .traffic import Cost
 
 __all__ = ["ProblemBox", "problem_html"]
@@ -74,9 +74,12 @@ def problem_html(
 
 
 class ProblemBox:
-    def __init__(self, parts: Parts) -> None:
-        self.widget = parts.html("sw-problems", hidden=True)
+    """Made by the view with the first problem to report (a clean answer has none), and hidden
+    again when a Continue starts a part that streams cleanly."""
 
-    def render(self, state: StreamState, *, can_continue: bool, redact: Callable[[str], str]) -> Cost:
-        html = problem_html(state, can_continue=can_continue, redact=redact)
-        return set_traits(self.widget, value=html) + set_visible(self.widget, bool(html))
+    def __init__(self, parts: Parts, html: str) -> None:
+        self.widget = parts.html("sw-problems", value=html)
+
+    def show(self, html: str) -> Cost:
+        """Show `problem_html(...)`; "" hides the box."""
+        return set_traits(self.widget, value=html, _dom_classes=visible_classes(self.widget, bool(html)))

@@ -12,7 +12,7 @@ from typing import Sequence
 from ..events import Source
 from ..markdown import escape_html, safe_url
 from . import formatting
-from .sync import Parts, set_traits, set_visible
+from .sync import Parts, set_traits
 from .traffic import NOTHING, Cost
 
 __all__ = ["SourcesPane", "sources_html"]
@@ -45,15 +45,19 @@ def sources_html(sources: Sequence[Source]) -> str:
 
 
 class SourcesPane:
-    """Sources only ever get appended (the state de-duplicates them), so their count says when to redraw."""
+    """Sources only ever get appended (the state de-duplicates them), so their count says when to redraw.
 
-    def __init__(self, parts: Parts) -> None:
-        self.widget = parts.html("sw-sources", hidden=True)
-        self._shown = 0
+    The view makes the pane when the first sources arrive, with them already in place: most
+    answers cite nothing, and a widget made empty and filled a moment later costs two messages.
+    """
+
+    def __init__(self, parts: Parts, sources: Sequence[Source]) -> None:
+        self.widget = parts.html("sw-sources", value=sources_html(sources))
+        self._shown = len(sources)
 
     def render(self, sources: Sequence[Source]) -> Cost:
+        """Redraw when more sources came (a view's sources only grow, across Continue parts too)."""
         if len(sources) == self._shown:
             return NOTHING
         self._shown = len(sources)
-        sent = set_traits(self.widget, value=sources_html(sources) if sources else "")
-        return sent + set_visible(self.widget, bool(sources))
+        return set_traits(self.widget, value=sources_html(sources))

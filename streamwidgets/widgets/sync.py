@@ -5,7 +5,8 @@ Every model is a `comm_open` of about 1–2 KB and every trait change one comm m
 0.6 KB of envelope), so the frame scheduler budgets in messages and the view paces its frames by
 bytes. Parts share one `Layout` and one style model, carry their CSS classes from the start, and
 are hidden by a class rather than by a `Layout` of their own; the shared models are the
-kernel's (see `theme.shared_model`), so a new view opens no `Layout` or style model at all. Panes report what they sent through these helpers instead of guessing.
+kernel's (see `theme.shared_model`), so a new view opens no `Layout` or style model at all.
+Panes report what they sent through these helpers instead of guessing.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from .theme import HIDDEN, shared_model
 from .traffic import ENVELOPE_BYTES, NOTHING, Cost
 
-__all__ = ["Parts", "set_traits", "set_visible"]
+__all__ = ["Parts", "set_traits", "visible_classes"]
 
 
 @dataclass
@@ -56,10 +57,11 @@ def set_traits(widget: w.Widget, **values: Any) -> Cost:
     return Cost(1, ENVELOPE_BYTES + size)
 
 
-def set_visible(widget: w.DOMWidget, visible: bool) -> Cost:
-    """Show or hide a part by its `sw-hidden` class."""
+def visible_classes(widget: w.DOMWidget, visible: bool) -> tuple[str, ...]:
+    """The widget's classes with `sw-hidden` added or removed, to set along with other traits in
+    one message."""
     classes = widget._dom_classes
     if (HIDDEN not in classes) == visible:
-        return NOTHING
+        return classes
     shown = tuple(c for c in classes if c != HIDDEN)
-    return set_traits(widget, _dom_classes=shown if visible else (*shown, HIDDEN))
+    return shown if visible else (*shown, HIDDEN)

@@ -14,7 +14,7 @@ from typing import Callable, TypeVar
 
 import ipywidgets as w
 
-from ..markdown import PYGMENTS_CSS
+from ..markdown import CODE_CHUNK_CLASS, PYGMENTS_CSS
 
 __all__ = ["STYLESHEET", "HIDDEN", "stylesheet_widget"]
 
@@ -33,20 +33,31 @@ _SOURCE = """
   margin: 2px 0;
   max-width: 100%;
 }
+/* Views placed side by side (`HBox([h.view.widget for h in handles])`) share the row equally. */
+.widget-hbox > .sw-view, .jupyter-widget-hbox > .sw-view { flex: 1 1 0; min-width: 0; margin: 2px 3px; }
 .sw-view .widget-html-content, .sw-view .jupyter-widget-html-content { line-height: 1.5; }
 .sw-view .sw-answer, .sw-view .sw-sources, .sw-view .sw-tools, .sw-view .sw-problems {
   font-size: var(--jp-content-font-size1, 14px);
 }
-.sw-header-row { align-items: center; flex-wrap: wrap; gap: 4px; }
+/* The buttons keep the right end of the header row; the header text wraps beside them. */
+.sw-header-row { align-items: flex-start; flex-wrap: nowrap; gap: 6px; }
 .sw-header { flex: 1 1 auto; min-width: 0; }
 .sw-header-line {
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
   font-size: var(--jp-ui-font-size1, 13px);
   color: var(--jp-ui-font-color2, inherit);
-  display: flex; flex-wrap: wrap; gap: 0 0.9em; align-items: baseline;
+  display: flex; flex-wrap: wrap; gap: 0 0.9em; align-items: center; align-content: center;
+  min-height: var(--jp-widgets-inline-height, 28px);
   line-height: 1.6;
 }
+.sw-header-note {
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--jp-ui-font-size0, 11px);
+  color: var(--jp-ui-font-color2, inherit);
+  line-height: 1.4; margin: -2px 0 4px 0;
+}
 .sw-model { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
+.sw-api { font-weight: normal; }
 .sw-provider { color: var(--jp-ui-font-color2, inherit); }
 .sw-status { font-weight: 600; }
 .sw-status-waiting, .sw-status-thinking, .sw-status-answering { color: var(--jp-brand-color1, #1976d2); }
@@ -62,7 +73,10 @@ _SOURCE = """
 @keyframes sw-pulse { 0%, 100% { opacity: 0.25; } 50% { opacity: 1; } }
 @media (prefers-reduced-motion: reduce) { .sw-pulse { animation: none; } }
 .sw-metrics, .sw-alive { color: var(--jp-ui-font-color2, inherit); }
-.sw-cancel, .sw-continue { flex: 0 0 auto; }
+.sw-view .sw-cancel, .sw-view .sw-continue { flex: 0 0 auto; width: auto; padding: 0 12px; }
+.sw-view .jupyter-button:disabled, .sw-chat .jupyter-button:disabled {
+  opacity: 0.45; cursor: default; box-shadow: none;
+}
 .sw-reasoning-box { margin: 2px 0 4px 0; }
 .sw-reasoning-box .jupyter-widget-Collapse-header,
 .sw-reasoning-box .p-Collapse-header, .sw-reasoning-box .lm-Collapse-header {
@@ -79,17 +93,52 @@ _SOURCE = """
   padding-left: 8px;
 }
 .sw-answer { line-height: 1.55; overflow-wrap: anywhere; }
+/* JupyterLab's rendered-HTML rules are made for a notebook's markdown cells: 20 px of padding on
+   the right (code blocks then stop short of the answer's edge), centred tables with right-aligned
+   cells, and headings sized for a page. An answer in a widget wants none of that. A column that
+   the markdown aligns carries its own inline text-align, which wins over these rules. */
+.sw-view .sw-md.jp-RenderedHTMLCommon { padding-right: 0; }
+/* A table too wide for a narrow view scrolls instead of squeezing its words letter by letter
+   (the HTML widget, a flex item, must be allowed to be narrower than the table for that). */
+.sw-md .widget-html-content, .sw-md .jupyter-widget-html-content { min-width: 0; }
+.sw-view .sw-md.jp-RenderedHTMLCommon table {
+  margin: 0.2em auto 0.8em 0; border-collapse: collapse;
+  display: block; width: max-content; max-width: 100%; overflow-x: auto; table-layout: auto;
+}
+.sw-view .sw-md.jp-RenderedHTMLCommon th, .sw-view .sw-md.jp-RenderedHTMLCommon td {
+  text-align: left; border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.3)); padding: 3px 8px;
+  overflow-wrap: normal;
+}
+.sw-view .sw-md.jp-RenderedHTMLCommon ul, .sw-view .sw-md.jp-RenderedHTMLCommon ol { margin: 0.3em 0 0.7em 0; }
+.sw-view .sw-md.jp-RenderedHTMLCommon li > ul, .sw-view .sw-md.jp-RenderedHTMLCommon li > ol { margin: 0; }
+.sw-view .sw-md.jp-RenderedHTMLCommon h1, .sw-view .sw-md.jp-RenderedHTMLCommon h2,
+.sw-view .sw-md.jp-RenderedHTMLCommon h3, .sw-view .sw-md.jp-RenderedHTMLCommon h4,
+.sw-view .sw-md.jp-RenderedHTMLCommon h5, .sw-view .sw-md.jp-RenderedHTMLCommon h6 {
+  margin: 0.8em 0 0.35em 0; line-height: 1.3; font-weight: 600;
+}
+.sw-view .sw-md.jp-RenderedHTMLCommon > :first-child > :first-child > .widget-html-content > :first-child,
+.sw-view .sw-md.jp-RenderedHTMLCommon > :first-child > :first-child > .jupyter-widget-html-content > :first-child {
+  margin-top: 0.2em;
+}
+.sw-view .sw-md.jp-RenderedHTMLCommon h1 { font-size: 1.35em; }
+.sw-view .sw-md.jp-RenderedHTMLCommon h2 { font-size: 1.2em; }
+.sw-view .sw-md.jp-RenderedHTMLCommon h3 { font-size: 1.05em; }
+.sw-view .sw-md.jp-RenderedHTMLCommon h4, .sw-view .sw-md.jp-RenderedHTMLCommon h5,
+.sw-view .sw-md.jp-RenderedHTMLCommon h6 { font-size: 1em; }
 .sw-view .sw-answer pre, .sw-view .sw-reasoning pre, .sw-view .sw-tool-args {
   font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px);
   background: var(--jp-cell-editor-background, rgba(127, 127, 127, 0.12));
   color: var(--jp-content-font-color1, inherit);
   padding: 6px 8px; border-radius: 3px; overflow-x: auto;
+  /* Wrap long lines at spaces (Lab's output rule breaks code mid-word). */
+  word-break: normal; overflow-wrap: anywhere;
 }
+/* Lab gives output <pre> no margin, so two code blocks in a row touched. (The pieces of a fence
+   that is still open keep following each other without a seam.) */
+.sw-view .sw-md.jp-RenderedHTMLCommon pre:not(.{chunk}) { margin: 0.3em 0 0.8em 0; }
 .sw-view .sw-md pre code, .sw-view pre code { background: transparent; padding: 0; }
 .sw-answer a, .sw-sources a { color: var(--jp-content-link-color, #1976d2); }
-.sw-answer table { border-collapse: collapse; }
-.sw-answer th, .sw-answer td { border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.3)); padding: 2px 6px; }
 .sw-section-title {
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
   font-size: var(--jp-ui-font-size1, 13px);
@@ -123,8 +172,10 @@ _SOURCE = """
 """
 
 
-#: The sheet as sent: the rules above plus code highlighting, without the indentation.
-STYLESHEET = re.sub(r"\s*\n\s*", "\n", _SOURCE).strip() + "\n" + PYGMENTS_CSS
+#: The sheet as sent: the rules above plus code highlighting, without comments and indentation
+#: (it crosses the wire once per kernel, so its comments stay here).
+_RULES = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", _SOURCE, flags=re.S)).strip()
+STYLESHEET = _RULES.replace("{chunk}", CODE_CHUNK_CLASS) + "\n" + PYGMENTS_CSS
 
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
 #: Held weakly, so they live while some view holds them, and are remade if someone closed them.
@@ -154,5 +205,7 @@ def stylesheet_widget() -> w.HTML:
     """
     return shared_model(
         "style",
-        lambda: w.HTML(value=f"<style>{STYLESHEET}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",)),
+        lambda: w.HTML(
+            value=f"<style>{STYLESHEET}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",)
+        ),
     )

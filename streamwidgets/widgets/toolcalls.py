@@ -13,7 +13,7 @@ from typing import Sequence
 from ..markdown import escape_html
 from ..state import ToolCall
 from . import formatting
-from .sync import Parts, set_traits, set_visible
+from .sync import Parts, set_traits, visible_classes
 from .traffic import NOTHING, Cost
 
 __all__ = ["ToolCallsPane", "tool_calls_html", "format_arguments"]
@@ -66,16 +66,25 @@ def tool_calls_html(calls: Sequence[ToolCall], *, done: bool) -> str:
 
 
 class ToolCallsPane:
-    """Re-rendered whole when a call grows; tool arguments are short next to an answer."""
+    """Re-rendered whole when a call grows; tool arguments are short next to an answer.
 
-    def __init__(self, parts: Parts) -> None:
-        self.widget = parts.html("sw-tools", hidden=True)
-        self._shown: tuple[int, int, bool] = (0, 0, False)
+    The view makes the pane when the first call arrives, with it already in place (most answers
+    call no tool). It hides again when a Continue starts a part without calls.
+    """
+
+    def __init__(self, parts: Parts, calls: Sequence[ToolCall], *, done: bool) -> None:
+        self.widget = parts.html("sw-tools", value=tool_calls_html(calls, done=done))
+        self._shown = _key(calls, done)
 
     def render(self, calls: Sequence[ToolCall], *, done: bool) -> Cost:
-        key = (len(calls), sum(len(c.arguments) + len(c.name or "") + len(c.id or "") for c in calls), done)
+        key = _key(calls, done)
         if key == self._shown:
             return NOTHING
         self._shown = key
-        sent = set_traits(self.widget, value=tool_calls_html(calls, done=done) if calls else "")
-        return sent + set_visible(self.widget, bool(calls))
+        html = tool_calls_html(calls, done=done) if calls else ""
+        return set_traits(self.widget, value=html, _dom_classes=visible_classes(self.widget, bool(calls)))
+
+
+def _key(calls: Sequence[ToolCall], done: bool) -> tuple[int, int, bool]:
+    """What decides whether the pane must be redrawn: how many calls, how much of them, and the end."""
+    return len(calls), sum(len(c.arguments) + len(c.name or "") + len(c.id or "") for c in calls), done

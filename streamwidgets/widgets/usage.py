@@ -12,7 +12,7 @@ from typing import Optional
 from ..markdown import escape_html
 from ..state import StreamState
 from . import formatting
-from .sync import Parts, set_traits, set_visible
+from .sync import Parts, set_traits, visible_classes
 from .traffic import Cost
 
 __all__ = ["UsageMeter", "usage_html"]
@@ -67,4 +67,4 @@ class UsageMeter:
 
     def render(self, state: StreamState, *, max_tokens: Optional[int]) -> Cost:
         html = usage_html(state, max_tokens=max_tokens)
-        return set_traits(self.widget, value=html) + set_visible(self.widget, bool(html))
+        return set_traits(self.widget, value=html, _dom_classes=visible_classes(self.widget, bool(html)))

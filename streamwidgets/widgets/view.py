@@ -8,6 +8,11 @@ what changed since the last frame — the answer's live tail every frame, the sl
 A Continue after a cut-off answer goes on in the same view: the person reads one answer, and the
 new stream's text (which starts with the old answer, see `client.continue_request`) grows in the
 same markdown pane.
+
+Parts that most answers never need — reasoning, tool calls, sources, the problem box and the
+Continue button — are made the first time they have something to show: every widget is a
+`comm_open` of about a kilobyte, and a view that made them all up front spent a third of a short
+answer's bytes on parts nobody saw.
 """
 
 from __future__ import annotations
@@ -19,12 +24,12 @@ import ipywidgets as w
 
 from ..events import Source
 from ..state import StreamState
-from .header import Header
+from .header import Header, header_html
 from .markdown_pane import MarkdownPane
-from .problems import ProblemBox
+from .problems import ProblemBox, problem_html
 from .reasoning import ReasoningPane
 from .sources import SourcesPane
-from .sync import Parts, set_traits, set_visible
+from .sync import Parts, set_traits, visible_classes
 from .theme import stylesheet_widget
 from .toolcalls import ToolCallsPane
 from .traffic import NOTHING, Cost, messages_between, snapshot
@@ -43,6 +48,8 @@ def _unchanged(text: str) -> str:
 class StreamView:
     """The widgets for one answer. `widget` is the `VBox` to display.
 
+    `model`, `provider` and `api` (chat, responses or messages: it tells apart views of one
+    model) label the header until the stream names its own model; `note` is a line under it.
     `max_fps` bounds how often the answer is redrawn, `slow_fps` the header, usage and problem
     box; the live clock in the header ticks once a second even when no event arrives.
     `max_bytes_per_second` slows the frames down when each one is heavy (about 24 KB/s keeps a
@@ -55,6 +62,7 @@ class StreamView:
         *,
         model: Optional[str] = None,
         provider: Optional[str] = None,
+        api: Optional[str] = None,
         max_tokens: Optional[int] = None,
         citation_markers: bool = False,
         note: Optional[str] = None,
@@ -73,40 +81,38 @@ class StreamView:
         self.timer_interval = max(1.0, self.slow_interval)
         self._clock = clock
 
+        self._segments: list[StreamState] = []
+        self._carried_text = ""
+        self._prefix_reasoning = ""
+        self._prefix_sources: list[Source] = []
+        self._labels = {"model": model, "provider": provider, "api": api, "note": note}
+        self._max_tokens = max_tokens
+        self._citation_markers = citation_markers
+        state = state if state is not None else StreamState(model=model, provider=provider)
+
         self._parts = parts = Parts()
-        self.header = Header(parts)
-        #: Made when the first reasoning arrives (most answers have none).
-        self.reasoning: Optional[ReasoningPane] = None
+        # Made with its first look, which the first frame then need not send.
+        self.header = Header(parts, self._header_html(state, clock()))
         self.answer = MarkdownPane(css_class="sw-answer")
-        self.tools = ToolCallsPane(parts)
-        self.sources = SourcesPane(parts)
         self.usage = UsageMeter(parts)
-        self.problems = ProblemBox(parts)
+        # Made when first needed (see the module's docstring); None until then.
+        self.reasoning: Optional[ReasoningPane] = None
+        self.tools: Optional[ToolCallsPane] = None
+        self.sources: Optional[SourcesPane] = None
+        self.problems: Optional[ProblemBox] = None
+        self.continue_button: Optional[w.Button] = None
+        # Shown only while it can act: a greyed-out Cancel on a finished answer is noise, and
+        # Continue takes its place when the answer can go on. It starts out as a live stream's
+        # first frame shows it (whoever streams sets `on_cancel` before that frame).
         self.cancel_button = parts.button(
             "sw-cancel",
             description="Cancel",
             tooltip="Stop this answer and close the connection",
             icon="stop",
-            disabled=True,
         )
-        self.continue_button = parts.button(
-            "sw-continue",
-            hidden=True,
-            description="Continue",
-            tooltip="Ask the model to go on from where the answer stopped",
-            icon="play",
-        )
-        header_row = parts.box(w.HBox, [self.header.widget, self.cancel_button, self.continue_button], "sw-header-row")
-        children: list[w.Widget] = [stylesheet_widget()] if style else []
-        children += [
-            header_row,
-            self.answer.widget,
-            self.tools.widget,
-            self.sources.widget,
-            self.usage.widget,
-            self.problems.widget,
-        ]
-        self.widget = parts.box(w.VBox, children, "sw-view")
+        self._header_row = parts.box(w.HBox, [self.header.widget, self.cancel_button], "sw-header-row")
+        self._style = stylesheet_widget() if style else None
+        self.widget = parts.box(w.VBox, list(self._children()), "sw-view")
 
         #: Applied to error and warning texts before they are shown: a provider or proxy may echo
         #: the key back in its error message. The handle sets it from the request.
@@ -114,15 +120,7 @@ class StreamView:
         self._on_cancel: Optional[Callable[[], object]] = None
         self._on_continue: Optional[Callable[[], object]] = None
         self.cancel_button.on_click(lambda _button: self._on_cancel and self._on_cancel())
-        self.continue_button.on_click(lambda _button: self._on_continue and self._on_continue())
 
-        self._segments: list[StreamState] = []
-        self._carried_text = ""
-        self._prefix_reasoning = ""
-        self._prefix_sources: list[Source] = []
-        self._labels = {"model": model, "provider": provider, "note": note}
-        self._max_tokens = max_tokens
-        self._citation_markers = citation_markers
         # What the current part looks like on screen (see `_reset_marks`).
         self._shown_version = -1
         self._shown_phase: Optional[str] = None
@@ -131,7 +129,7 @@ class StreamView:
         self._answer_finished = False
         self._cited = -1
         self.last_refresh = float("-inf")
-        self.attach(state if state is not None else StreamState(model=model, provider=provider))
+        self.attach(state)
 
     # ------------------------------------------------------------------ feeding
 
@@ -165,6 +163,7 @@ class StreamView:
         *,
         model: Optional[str] = None,
         provider: Optional[str] = None,
+        api: Optional[str] = None,
         max_tokens: Optional[int] = None,
         citation_markers: Optional[bool] = None,
         note: Optional[str] = None,
@@ -183,12 +182,9 @@ class StreamView:
             seen = {s.url for s in self._prefix_sources}
             self._prefix_sources += [s for s in previous.sources if s.url not in seen]
         self._segments.append(state)
-        if model is not None:
-            self._labels["model"] = model
-        if provider is not None:
-            self._labels["provider"] = provider
-        if note is not None:
-            self._labels["note"] = note
+        for name, value in (("model", model), ("provider", provider), ("api", api), ("note", note)):
+            if value is not None:
+                self._labels[name] = value
         if max_tokens is not None:
             self._max_tokens = max_tokens
         if citation_markers is not None:
@@ -280,57 +276,102 @@ class StreamView:
             sent += messages_between(before, snapshot(self.answer.widget))
         reasoning = self.reasoning_text
         if reasoning:
-            pane = self.reasoning
-            if pane is None:
-                pane, cost = self._add_reasoning_pane()
-                sent += cost
+            if self.reasoning is None:
+                self.reasoning = ReasoningPane(self._parts)
+                sent += self._regroup()
             usage = state.usage
-            sent += pane.render(
+            sent += self.reasoning.render(
                 reasoning,
                 answering=bool(length or state.tool_calls),
                 done=final,
                 reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
             )
-        sent += self.tools.render(state.tool_calls, done=final)
-        sent += self.sources.render(sources)
+        calls = state.tool_calls
+        if self.tools is not None:
+            sent += self.tools.render(calls, done=final)
+        elif calls:
+            self.tools = ToolCallsPane(self._parts, calls, done=final)
+            sent += self._regroup()
+        if self.sources is not None:
+            sent += self.sources.render(sources)
+        elif sources:
+            self.sources = SourcesPane(self._parts, sources)
+            sent += self._regroup()
         return sent
 
-    def _add_reasoning_pane(self) -> tuple[ReasoningPane, Cost]:
-        """Put the reasoning pane above the answer: its models, and the view's new children list."""
-        before = snapshot(self.widget)
-        pane = self.reasoning = ReasoningPane(self._parts)
-        children = list(self.widget.children)
-        children.insert(children.index(self.answer.widget), pane.widget)
-        self.widget.children = tuple(children)
-        return pane, messages_between(before, snapshot(self.widget))
+    def _children(self) -> tuple[w.Widget, ...]:
+        """The view's parts that exist, top to bottom."""
+        parts = (
+            self._style,
+            self._header_row,
+            self.reasoning.widget if self.reasoning is not None else None,
+            self.answer.widget,
+            self.tools.widget if self.tools is not None else None,
+            self.sources.widget if self.sources is not None else None,
+            self.usage.widget,
+            self.problems.widget if self.problems is not None else None,
+        )
+        return tuple(part for part in parts if part is not None)
+
+    def _regroup(self) -> Cost:
+        """Put a part made since the last frame in its place; return what that cost (its models
+        and the view's new children list)."""
+        before = snapshot(self.widget)  # the new part is not in the tree yet
+        self.widget.children = self._children()
+        return messages_between(before, snapshot(self.widget))
 
     def _draw_header(self, state: StreamState, now: float) -> Cost:
-        return self.header.render(
+        return self.header.show(self._header_html(state, now))
+
+    def _header_html(self, state: StreamState, now: float) -> str:
+        labels = self._labels
+        return header_html(
             state,
             now=now,
-            model=self._labels["model"],
-            provider=self._labels["provider"],
-            part=len(self._segments),
-            note=self._labels["note"],
+            model=labels["model"],
+            provider=labels["provider"],
+            api=labels["api"],
+            part=max(1, len(self._segments)),
+            note=labels["note"],
         )
 
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
         sent = self._draw_header(state, now)
         sent += self.usage.render(state, max_tokens=self._max_tokens)
-        sent += self.problems.render(state, can_continue=self.can_continue, redact=self.redact)
+        html = problem_html(state, can_continue=self.can_continue, redact=self.redact)
+        if self.problems is not None:
+            sent += self.problems.show(html)
+        elif html:
+            self.problems = ProblemBox(self._parts, html)
+            sent += self._regroup()
         return sent
 
     def _draw_controls(self, state: StreamState) -> Cost:
-        sent = set_traits(self.cancel_button, disabled=state.done or self._on_cancel is None)
+        active = not state.done and self._on_cancel is not None
+        cancel = self.cancel_button
+        sent = set_traits(cancel, disabled=not active, _dom_classes=visible_classes(cancel, active))
         show = self.can_continue
+        description, tooltip = (
+            ("Continue", "Ask the model to go on from where the answer stopped")
+            if self.text
+            else ("Retry", "Send the same request again")
+        )
+        button = self.continue_button
+        if button is not None:
+            classes = visible_classes(button, show)
+            return sent + set_traits(button, description=description, tooltip=tooltip, _dom_classes=classes)
         if show:
-            retry = not self.text
-            sent += set_traits(
-                self.continue_button,
-                description="Retry" if retry else "Continue",
-                tooltip="Send the same request again" if retry else "Ask the model to go on from where the answer stopped",
-            )
-        return sent + set_visible(self.continue_button, show)
+            sent += self._add_button(description, tooltip)
+        return sent
+
+    def _add_button(self, description: str, tooltip: str) -> Cost:
+        """Make the Continue button, in Cancel's place at the end of the header row."""
+        before = snapshot(self._header_row)
+        button = self._parts.button("sw-continue", icon="play", description=description, tooltip=tooltip)
+        self.continue_button = button
+        button.on_click(lambda _button: self._on_continue and self._on_continue())
+        self._header_row.children = (*self._header_row.children, button)
+        return messages_between(before, snapshot(self._header_row))
 
     @property
     def can_continue(self) -> bool:
