@@ -9,7 +9,6 @@ reaches Voila and VS Code too and survives when another cell's output is cleared
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Callable, TypeVar
 
 import ipywidgets as w
@@ -178,8 +177,9 @@ _RULES = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", _SOURCE, flags=re.S)
 STYLESHEET = _RULES.replace("{chunk}", CODE_CHUNK_CLASS) + "\n" + PYGMENTS_CSS
 
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
-#: Held weakly, so they live while some view holds them, and are remade if someone closed them.
-_SHARED: "weakref.WeakValueDictionary[str, w.Widget]" = weakref.WeakValueDictionary()
+#: Held for the kernel's life (a handful of small models; dropping them with the last view would
+#: only send them again with the next one), and remade if someone closed them.
+_SHARED: "dict[str, w.Widget]" = {}
 
 _Model = TypeVar("_Model", bound=w.Widget)
 
@@ -197,8 +197,8 @@ def stylesheet_widget() -> w.HTML:
     """The `<style>` widget every view includes; one model per kernel, drawn in each view.
 
     Sharing the model means the ~8 KB sheet crosses the wire once per kernel, not once per
-    view, while every view still carries its own `<style>` element in the page. It is kept
-    only while some view holds it (and remade if someone closed it).
+    view, while every view still carries its own `<style>` element in the page (see
+    `shared_model`).
 
     The widget is hidden: a `<style>` element applies wherever it sits in the page, so it needs
     no box of its own and adds no gap above the view.
