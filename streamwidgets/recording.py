@@ -30,7 +30,7 @@ from .state import StreamState
 if TYPE_CHECKING:
     from .client import StreamRequest
 
-__all__ = ["Recording", "Recorder", "load_recording", "is_recording", "replay_into"]
+__all__ = ["Recording", "Recorder", "load_recording", "recording_meta", "is_recording", "replay_into"]
 
 MAGIC = b'{"streamwidgets_recording"'
 PathLike = Union[str, "os.PathLike[str]"]
@@ -90,6 +90,23 @@ class Recorder:
 
 def is_recording(head: bytes) -> bool:
     return head.lstrip()[: len(MAGIC)] == MAGIC
+
+
+def recording_meta(source: Any) -> dict[str, Any]:
+    """The header of a recording (provider, api, model, ...), or {} for anything else."""
+    if isinstance(source, Recording):
+        return source.meta
+    if not isinstance(source, (str, os.PathLike)):
+        return {}
+    with open(source, "rb") as f:
+        head = f.readline()
+    if not is_recording(head):
+        return {}
+    try:
+        meta = json.loads(head)
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def load_recording(path: PathLike) -> Recording:

@@ -337,6 +337,11 @@ def test_record_then_parse_and_replay_give_the_same_state(server, tmp_path):
     from streamwidgets.recording import replay_into
 
     replayed = go(replay_into(path, StreamState(), speed=0))
+    from streamwidgets.recording import recording_meta
+
+    meta = recording_meta(path)
+    assert (meta["provider"], meta["api"], meta["model"]) == ("demo", "chat", "demo-search")
+    assert recording_meta(b"data: x\n\n") == {}
     for other in (parsed, replayed):
         assert (other.text, other.sources, other.usage, other.status) == (live.text, live.sources, live.usage, "complete")
 

@@ -184,6 +184,28 @@ def test_the_saved_output_carries_the_answer_and_never_the_key(kernel: Kernel):
     assert answer["text/markdown"][len(states[2]):].startswith("\n\n*demo · done · ")
 
 
+def test_views_placed_by_hand_with_display_false(kernel: Kernel):
+    _, outputs, took = kernel.execute(
+        """
+        import ipywidgets
+        from IPython.display import display
+        pair = [sw.show('Explain recursion', model=m, base_url=BASE, display=False,
+                        demo={'tokens_per_second': 300}) for m in ('demo', 'demo-reasoning')]
+        display(ipywidgets.HBox([h.view.widget for h in pair]))
+        """
+    )
+    assert took < 2.0
+    shown = [m for m in outputs if m["msg_type"] in ("display_data", "update_display_data")]
+    assert [m["msg_type"] for m in shown] == ["display_data"]  # only the HBox the user displayed
+    final = kernel.value("[[(await h).status for h in pair], [bool(h.state.reasoning) for h in pair]]")
+    assert final == [["complete", "complete"], [False, True]]
+    time.sleep(0.3)
+    while kernel.pump(0.1):
+        pass
+    assert not [m for t, m in kernel.log if m["msg_type"] == "update_display_data"
+                and m["parent_header"].get("msg_id") == outputs[0]["parent_header"].get("msg_id")]
+
+
 # ----------------------------------------------------------------------------- cancel
 
 

@@ -17,7 +17,7 @@ import uuid
 from typing import Any, Callable, Optional, TextIO, Union
 
 from ..client import Prompt, StreamRequest, make_request, stream_into
-from ..recording import replay_into
+from ..recording import recording_meta, replay_into
 from ..sdk import sdk_into
 from ..state import StreamState
 from .fallback import final_bundle, placeholder_bundle
@@ -97,6 +97,8 @@ def show_replay(
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return replay_into(source, state, speed=speed, notify=notify)
 
+    meta = recording_meta(source)  # a recording names its provider, API and model
+    model, provider, api = model or meta.get("model"), provider or meta.get("provider"), api or meta.get("api")
     return show_runner(
         runner, out=out, display=display, model=model, provider=provider, api=api,
         citation_markers=citation_markers, max_fps=max_fps,
