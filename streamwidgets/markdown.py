@@ -445,6 +445,12 @@ def _closes_fence(line: str, markup: str) -> bool:
     return run >= len(markup) and not body[run:].strip(" \t")
 
 
+def _may_close_fence(partial: str, markup: str) -> bool:
+    """An unfinished last line that could still become the fence's closing line."""
+    marks = partial.lstrip(" ")
+    return bool(marks) and len(partial) - len(marks) <= 3 and marks.rstrip(" ") == markup[0] * len(marks.rstrip(" "))
+
+
 def _top_level_groups(tokens: list[Token]) -> list[_Group]:
     groups: list[_Group] = []
     start = 0
@@ -749,6 +755,8 @@ class IncrementalMarkdown:
             fence.chunks.append(self._render_fence_piece(fence.opener, lines))
             fence.chunked_to = complete_to
         partial = text[fence.chunked_to :]
+        if _may_close_fence(partial, fence.markup):
+            partial = ""  # half of the closing fence: showing it would flash a stray backtick
         self._tail = self._render_fence_piece(fence.opener, partial) if partial else ""
         return True
 

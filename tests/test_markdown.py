@@ -611,3 +611,17 @@ def test_rendering_keeps_text_content() -> None:
     visible = html.unescape(re.sub(r"<[^>]+>", "", render_markdown(text)))
     for word in ("Größe", "今日は良い天気ですね。", "🚀", "Привет", "héllo wörld — 你好 🌍"):
         assert word in visible
+
+
+@pytest.mark.parametrize("partial", ["`", "``", "  ``", "~~"])
+def test_half_a_closing_fence_is_not_shown_while_streaming(partial):
+    fence = "~~~" if partial.strip().startswith("~") else "```"
+    md = IncrementalMarkdown()
+    md.update(f"{fence}python\nx = 1\n")
+    before = md.html
+    md.update(f"{fence}python\nx = 1\n{partial}")
+    assert md.html == before  # no stray backtick flashes in the code block
+    md.update(f"{fence}python\nx = 1\n{partial}{'`' if fence == '```' else '~'}\n")
+    text = f"{fence}python\nx = 1\n{fence}\n"
+    md.finish(text)
+    assert md.html == render_markdown(text)
