@@ -12,7 +12,7 @@ from typing import Iterable, Optional, Union
 from .dialects import Normalizer
 from .errors import error_from_http
 from .providers import Provider
-from .recording import Recording, is_recording, load_recording
+from .recording import as_recording
 from .state import StreamState
 
 __all__ = ["parse", "StreamSource"]
@@ -37,7 +37,7 @@ def parse(
     `provider` switches on that provider's few own rules. Malformed input never raises: it
     ends up in `state.warnings`, and everything readable is kept.
     """
-    recording = _recording(source)
+    recording = as_recording(source)
     if recording is not None:
         dialect = dialect or recording.dialect
         provider = provider or recording.provider
@@ -59,17 +59,6 @@ def parse(
     state.extend(normalizer.close())
     state.close(reason="the recording ended before the stream's terminator.")
     return state
-
-
-def _recording(source: object) -> Optional[Recording]:
-    """A streamwidgets recording (JSON Lines with arrival times) is parsed from its bytes."""
-    if isinstance(source, Recording):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as f:
-            if is_recording(f.read(64)):
-                return load_recording(source)
-    return None
 
 
 def _read_file(path: Union[str, "os.PathLike[str]"]) -> Iterable[bytes]:

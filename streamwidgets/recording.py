@@ -30,7 +30,7 @@ from .state import StreamState
 if TYPE_CHECKING:
     from .client import StreamRequest
 
-__all__ = ["Recording", "Recorder", "load_recording", "recording_meta", "is_recording", "replay_into"]
+__all__ = ["Recording", "Recorder", "as_recording", "load_recording", "recording_meta", "is_recording", "replay_into"]
 
 MAGIC = b'{"streamwidgets_recording"'
 PathLike = Union[str, "os.PathLike[str]"]
@@ -133,16 +133,23 @@ def load_recording(path: PathLike) -> Recording:
     return recording
 
 
-def _timed_chunks(source: Any, tokens_per_second: float) -> tuple[Optional[Recording], Iterator[tuple[float, bytes]]]:
-    """(recording or None, (time, bytes) pairs). A raw SSE body gets one event per 1/rate seconds."""
+def as_recording(source: Any) -> Optional[Recording]:
+    """`source` as a recording: itself, or loaded from a path to one; None for anything else."""
     if isinstance(source, Recording):
-        return source, iter(source.chunks)
+        return source
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as f:
-            head = f.read(64)
-        if is_recording(head):
-            recording = load_recording(source)
-            return recording, iter(recording.chunks)
+            if is_recording(f.read(64)):
+                return load_recording(source)
+    return None
+
+
+def _timed_chunks(source: Any, tokens_per_second: float) -> tuple[Optional[Recording], Iterator[tuple[float, bytes]]]:
+    """(recording or None, (time, bytes) pairs). A raw SSE body gets one event per 1/rate seconds."""
+    recording = as_recording(source)
+    if recording is not None:
+        return recording, iter(recording.chunks)
+    if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as f:
             source = f.read()
     data = bytes(source)
