@@ -16,7 +16,7 @@ import random
 import statistics
 import sys
 import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 from streamwidgets.dialects import Normalizer
 from streamwidgets.sse import SSEDecoder

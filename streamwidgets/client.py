@@ -20,7 +20,7 @@ import httpx
 
 from ._json import loads
 from .dialects import Normalizer
-from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http
+from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
 from .events import ErrorEvent, Event, Terminator, TextDelta
 from .providers import DEMO_FLAVORS, Provider, get_provider
 from .recording import Recorder
@@ -330,7 +330,7 @@ def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> lis
         if obj.get("error") is None:
             events.append(Terminator())
         return events
-    summary = error_from_http(200, body).message.split("—", 1)[-1].strip()
+    summary = summarize_body(body.decode("utf-8", "replace").strip()) or "an empty body"
     return [ErrorEvent(f"Expected an event stream but got {content_type or 'no content type'}: {summary}", "not_a_stream")]
 
 

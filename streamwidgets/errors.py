@@ -20,6 +20,7 @@ __all__ = [
     "error_from_object",
     "error_from_http",
     "retry_after_seconds",
+    "summarize_body",
     "StreamError",
     "HTTPStatusError",
     "IncompleteStreamError",
@@ -86,7 +87,7 @@ def error_from_http(
         if event.message != "unknown error":
             return event
     reason = _HTTP_REASONS.get(status, f"HTTP error {status}")
-    summary = _summarize_body(text)
+    summary = summarize_body(text)
     message = f"{reason} — {summary}" if summary else reason
     return ErrorEvent(message, None, status, retry_after)
 
@@ -106,7 +107,7 @@ _TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<[^>]*>", re.S | re.I)
 _SPACE = re.compile(r"\s+")
 
 
-def _summarize_body(text: str, limit: int = 200) -> str:
+def summarize_body(text: str, limit: int = 200) -> str:
     """One readable line from a proxy's HTML or plain-text error page."""
     title = re.search(r"<title[^>]*>(.*?)</title>", text, re.S | re.I)
     if title:

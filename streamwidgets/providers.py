@@ -6,7 +6,7 @@ This table is the one place that knows providers by name. The dialects read `rul
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional
 
 __all__ = ["Provider", "PROVIDERS", "get_provider", "DEMO_FLAVORS"]
@@ -37,9 +37,6 @@ class Provider:
     #: Extra HTTP headers (never the key).
     headers: tuple[tuple[str, str], ...] = field(default=())
     note: str = ""
-
-    def with_base_url(self, base_url: str) -> "Provider":
-        return replace(self, base_url=base_url)
 
 
 _ALL = ("chat", "responses", "messages")

@@ -123,7 +123,6 @@ class StreamState:
     warnings: list[str] = field(default_factory=list)
     heartbeats: int = 0
     terminated: bool = False
-    events: int = 0
     #: Monotonic times in seconds, as passed in by the caller (None when replaying without a clock).
     started_at: Optional[float] = None
     first_token_at: Optional[float] = None
@@ -274,7 +273,6 @@ class StreamState:
         """Fold one normalized event into the state. Events after the end are ignored."""
         if self._closed:
             return
-        self.events += 1
         self.version += 1
         if now is not None:
             self.last_event_at = now

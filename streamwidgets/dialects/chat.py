@@ -8,7 +8,7 @@ simpler and safer than branching on the provider. Each rule below names who need
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from .._json import loads
 from ..errors import error_from_object

@@ -7,7 +7,7 @@ are function calls, and whether their arguments already arrived as deltas.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from .._json import loads
 from ..errors import error_from_object
