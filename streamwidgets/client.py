@@ -10,7 +10,6 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 from __future__ import annotations
 
 import os
-import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Union
@@ -19,13 +18,15 @@ import anyio
 import httpx
 
 from ._json import loads
-from .dialects import Normalizer
+from .dialects import Dialect, Normalizer, dialect_class
+from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
 from .events import ErrorEvent, Event, Terminator, TextDelta
-from .providers import DEMO_FLAVORS, Provider, get_provider
+from .providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from .recording import Recorder
+from .feed import Feed, Item, StreamBroke, drain
 from .sse import ServerSentEvent
-from .state import StreamState
+from .state import StreamState, joined_text
 
 __all__ = [
     "StreamRequest",
@@ -78,67 +79,56 @@ class Secret:
 
 @dataclass
 class StreamRequest:
-    """Everything needed to open one stream. Its repr names the key's variable, never the key."""
+    """Everything needed to open one stream. Its repr names the key's variable, never the key.
+
+    The wire shape (path, body, auth header) is the dialect's (`dialects.dialect_class(api)`);
+    the preset adds where the server is and how it wants the key.
+    """
 
     provider: Provider
-    api: str
+    api: Api
     model: str
     messages: list[dict[str, Any]]
     base_url: str
     params: dict[str, Any] = field(default_factory=dict)
     api_key: Optional[Secret] = field(default=None, repr=False)
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
+    #: Ask for usage with `stream_options.include_usage` (chat; the other APIs always send it).
+    include_usage: bool = True
     #: Set when the embedded provider stands in for a real one (no key was found).
     offline_note: Optional[str] = None
     #: Text the answer continues (a Continue after an incomplete answer); shown before it.
     prefix: str = ""
 
     @property
+    def dialect(self) -> type[Dialect]:
+        return dialect_class(self.api)
+
+    @property
     def url(self) -> str:
-        path = {"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}[self.api]
-        return self.base_url.rstrip("/") + path
+        return self.base_url.rstrip("/") + self.dialect.path
 
     @property
     def max_tokens(self) -> Optional[int]:
-        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        for name in TOKEN_LIMIT_NAMES:
             value = self.params.get(name)
             if isinstance(value, int):
                 return value
         return None
 
     def headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream", "Content-Type": "application/json", **dict(self.provider.headers)}
-        key = self.api_key.reveal() if self.api_key else None
-        if key:
-            if self.api == "messages":
-                headers["x-api-key"] = key
-                headers.setdefault("anthropic-version", "2023-06-01")
-            if self.provider.name != "anthropic":
-                headers["Authorization"] = f"Bearer {key}"
-        return headers
+        dialect = self.dialect
+        auth = self.provider.auth or dialect.auth
+        return {
+            "Accept": "text/event-stream",
+            "Content-Type": "application/json",
+            **dict(dialect.headers),
+            **dict(self.provider.headers),
+            **auth.headers(self.api_key.reveal() if self.api_key else None),
+        }
 
     def body(self) -> dict[str, Any]:
-        params = dict(self.params)
-        if self.api == "chat":
-            body: dict[str, Any] = {"model": self.model, "messages": self.messages, "stream": True}
-            if self.provider.stream_usage:
-                body["stream_options"] = {"include_usage": True}
-        elif self.api == "responses":
-            body = {"model": self.model, "input": self.messages, "stream": True}
-            if "max_tokens" in params:
-                params["max_output_tokens"] = params.pop("max_tokens")
-        else:
-            system = [m["content"] for m in self.messages if m.get("role") == "system"]
-            body = {
-                "model": self.model,
-                "messages": [m for m in self.messages if m.get("role") != "system"],
-                "max_tokens": 4096,
-                "stream": True,
-            }
-            if system:
-                body["system"] = "\n\n".join(str(s) for s in system)
-        body.update(params)
-        return body
+        return self.dialect.build_body(self.model, self.messages, self.params, include_usage=self.include_usage)
 
     def redact(self, text: str) -> str:
         """Remove the key from any text that leaves this module (an error message, a log line)."""
@@ -157,28 +147,36 @@ def make_request(
     system: Optional[str] = None,
     offline: Optional[bool] = None,
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    include_usage: Optional[bool] = None,
     **params: Any,
 ) -> StreamRequest:
     """Build a request from a prompt (or a list of messages) and a provider preset.
 
-    The key comes from `api_key=` or the preset's environment variable. `offline=True` streams
-    from the embedded provider's imitation of the preset; `offline=None` (the default) does so
-    only when no key is found — and says so in the view — so that a notebook runs anywhere.
-    Any other keyword (temperature, max_tokens, tools, ...) goes into the request body.
+    `api=` must be one the preset serves (a `ValueError` lists them); `base_url=` with no
+    `provider=` reaches any server in any of the three dialects. The key comes from `api_key=` or
+    the preset's environment variable. `offline=True` streams from the embedded provider's
+    imitation of the preset; `offline=None` (the default) does so only when no key is found — and
+    says so in the view — so that a notebook runs anywhere. `include_usage` asks a chat server
+    for its usage chunk (default: the preset's `stream_options`; pass False for a server that
+    rejects unknown fields). Any other keyword (temperature, max_tokens, tools, ...) goes into
+    the request body.
     """
-    preset = provider if isinstance(provider, Provider) else get_provider(provider)
+    if isinstance(provider, Provider):
+        preset = provider
+    else:
+        preset = CUSTOM if provider is None and base_url is not None else get_provider(provider)
+    chosen_api = preset.check_api(api or preset.default_api)
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
     if system:
         messages.insert(0, {"role": "system", "content": system})
     key = api_key if api_key is not None else (os.environ.get(preset.key_env) if preset.key_env else None)
-    chosen_api = api or preset.default_api
-    if chosen_api not in ("chat", "responses", "messages"):
-        raise ValueError(f"unknown api {chosen_api!r}; expected 'chat', 'responses' or 'messages'")
     note = None
     if base_url is None:
         needs_demo = preset.name == "demo" or offline or (offline is None and not key and not preset.key_optional)
         if needs_demo:
             base_url, note = _demo_base_url(preset)
+        elif preset.base_url is None:
+            raise ValueError(f"provider {preset.name!r} has no base URL; pass base_url=")
         else:
             base_url = preset.base_url
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
@@ -191,10 +189,11 @@ def make_request(
         api=chosen_api,
         model=model,
         messages=messages,
-        base_url=base_url,  # type: ignore[arg-type]
+        base_url=base_url,
         params=params,
         api_key=Secret(key) if key else None,
         stall_timeout=stall_timeout,
+        include_usage=preset.stream_options if include_usage is None else include_usage,
         offline_note=note,
     )
 
@@ -234,35 +233,20 @@ async def stream_into(
     state.provider = state.provider or request.provider.name
     if request.prefix and not state.text_length:
         state.apply(TextDelta(request.prefix))
-    state.begin(time.monotonic())
+    feed = Feed(state, Normalizer(request.api, request.provider), notify=notify)
+    feed.begin()
     recorder = Recorder(record, request) if record is not None else None
-    _notify = notify or _nothing
     try:
         async with _client(client, request) as http:
-            async for events in _event_batches(http, request, recorder):
-                now = time.monotonic()
-                for event in events:
-                    state.apply(event, now)
-                _notify()
-            state.close(now=time.monotonic())
-    except anyio.get_cancelled_exc_class():
-        state.close(cancelled=True, now=time.monotonic())
-        _notify()
-        raise
-    except _Incomplete as why:
-        state.close(reason=str(why), now=time.monotonic())
-    except Exception as exc:  # a bug or a surprise must still end up in the view, redacted
-        state.apply(ErrorEvent(request.redact(f"{type(exc).__name__}: {exc}"), "client_error"))
-        state.close(now=time.monotonic())
+            return await drain(
+                _response_items(http, request, feed.normalizer, recorder),
+                feed,
+                ended=None,
+                describe=lambda exc: ErrorEvent(request.redact(f"{type(exc).__name__}: {exc}"), "client_error"),
+            )
     finally:
         if recorder is not None:
             recorder.close(state)
-    _notify()
-    return state
-
-
-class _Incomplete(Exception):
-    """The stream stopped before its terminator; the message says why, in plain words."""
 
 
 @asynccontextmanager
@@ -275,11 +259,11 @@ async def _client(client: Optional[httpx.AsyncClient], request: StreamRequest) -
         yield http
 
 
-async def _event_batches(
-    http: httpx.AsyncClient, request: StreamRequest, recorder: Optional[Recorder]
-) -> AsyncIterator[list[Event]]:
-    """Yield normalized events per network read; raise `_Incomplete` when the stream breaks."""
-    normalizer = Normalizer(request.api, request.provider)
+async def _response_items(
+    http: httpx.AsyncClient, request: StreamRequest, normalizer: Normalizer, recorder: Optional[Recorder]
+) -> AsyncIterator[Item]:
+    """The body's bytes per network read, or the events that stand for a failed request; raise
+    `StreamBroke` when the stream breaks."""
     try:
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
@@ -296,25 +280,18 @@ async def _event_batches(
             async for chunk in response.aiter_raw():
                 if recorder is not None:
                     recorder.chunk(chunk)
-                events = normalizer.feed(chunk)
-                if events:
-                    yield events
-            tail = normalizer.close()
-            if tail:
-                yield tail
+                yield chunk
     except httpx.TimeoutException as exc:
         if isinstance(exc, httpx.ConnectTimeout):
             yield [ErrorEvent(f"Could not connect to {_where(request)} within {_CONNECT_TIMEOUT:g} s.", "connect_timeout")]
             return
-        yield normalizer.close()
-        raise _Incomplete(
+        raise StreamBroke(
             f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled)."
         ) from None
     except httpx.ConnectError as exc:
         yield [ErrorEvent(request.redact(f"Could not connect to {_where(request)}: {_reason(exc)}."), "connect_error")]
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:
-        yield normalizer.close()
-        raise _Incomplete(
+        raise StreamBroke(
             request.redact(f"the connection closed before the answer was finished ({_reason(exc)}).")
         ) from None
 
@@ -353,23 +330,22 @@ def _reason(exc: BaseException) -> str:
     return text.rstrip(".")
 
 
-def _nothing() -> None:
-    pass
-
-
 # --------------------------------------------------------------------------- entry points
 
 
 async def astream(prompt: Union[Prompt, StreamRequest], **options: Any) -> AsyncIterator[Event]:
     """Yield the normalized events of one stream as they arrive (closing the connection if you stop)."""
     request = prompt if isinstance(prompt, StreamRequest) else make_request(prompt, **options)
+    normalizer = Normalizer(request.api, request.provider)
     async with _client(None, request) as http:
         try:
-            async for events in _event_batches(http, request, None):
-                for event in events:
+            async for item in _response_items(http, request, normalizer, None):
+                for event in normalizer.feed(item) if isinstance(item, bytes) else item:
                     yield event
-        except _Incomplete:
-            return
+        except StreamBroke:
+            pass
+        for event in normalizer.close():
+            yield event
 
 
 async def arun(
@@ -415,26 +391,17 @@ def _raise_for(state: StreamState) -> None:
 def continue_request(request: StreamRequest, state: StreamState) -> StreamRequest:
     """Ask again so that the model carries on from a partial answer (as the Venym page advises).
 
-    Messages API: the partial answer is an assistant prefill, which the model continues.
-    Chat and Responses: the partial answer goes in as an assistant turn with a short instruction.
-    The new request's `prefix` makes the new state start with the whole partial answer.
+    The dialect says how (`Dialect.continuation`): Messages sends the partial answer as an
+    assistant prefill, which the model continues; Chat and Responses send it as an assistant
+    turn with a short instruction. The new request's `prefix` makes the new state start with
+    the whole partial answer.
     """
-    partial = state.text if state.text.startswith(request.prefix) else request.prefix + state.text
-    if request.api == "messages":
-        partial = partial.rstrip()  # a prefill may not end in white space; the model adds it back
+    dialect = request.dialect
     base = request.messages
     if request.prefix:  # continuing a continuation: replace the turns the last one added
-        base = base[: -len(_continuation(request.api, ""))]
-    return replace(request, messages=[dict(m) for m in base] + _continuation(request.api, partial), prefix=partial)
-
-
-def _continuation(api: str, partial: str) -> list[dict[str, Any]]:
-    if api == "messages":
-        return [{"role": "assistant", "content": partial}]
-    return [
-        {"role": "assistant", "content": partial},
-        {"role": "user", "content": "Continue exactly where you stopped, without repeating anything."},
-    ]
+        base = base[: -len(dialect.continuation("")[1])]
+    prefix, turns = dialect.continuation(joined_text(request.prefix, state.text))
+    return replace(request, messages=[dict(m) for m in base] + turns, prefix=prefix)
 
 
 class Chat:

@@ -10,9 +10,9 @@ import os
 from typing import Iterable, Optional, Union
 
 from .dialects import Normalizer
-from .errors import error_from_http
+from .feed import Feed, Item
 from .providers import Provider
-from .recording import as_recording
+from .recording import RECORDING_ENDED, as_recording, recording_items
 from .state import StreamState
 
 __all__ = ["parse", "StreamSource"]
@@ -43,22 +43,20 @@ def parse(
         provider = provider or recording.provider
     normalizer = Normalizer(dialect, provider, think_tags=think_tags)
     state = StreamState(provider=normalizer.provider.name if provider is not None else None)
+    items: Iterable[Item]
     if recording is not None:
         state.model = recording.meta.get("model")
-        if recording.status is not None:
-            state.apply(error_from_http(recording.status, recording.error_body))
-        chunks: Iterable[bytes] = (data for _, data in recording.chunks)
+        items = (item for _, item in recording_items(recording))
     elif isinstance(source, (bytes, bytearray, memoryview)):
-        chunks = (bytes(source),)
+        items = (bytes(source),)
     elif isinstance(source, (str, os.PathLike)):
-        chunks = _read_file(source)
+        items = _read_file(source)
     else:
-        chunks = source
-    for chunk in chunks:
-        state.extend(normalizer.feed(chunk))
-    state.extend(normalizer.close())
-    state.close(reason="the recording ended before the stream's terminator.")
-    return state
+        items = source
+    feed = Feed(state, normalizer, clock=None)
+    for item in items:
+        feed.push(item)
+    return feed.end(RECORDING_ENDED)
 
 
 def _read_file(path: Union[str, "os.PathLike[str]"]) -> Iterable[bytes]:

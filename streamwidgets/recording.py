@@ -19,20 +19,29 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
-
-import anyio
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Optional, Union
 
 from .dialects import Normalizer
 from .errors import error_from_http
+from .feed import Feed, Item, drain
 from .state import StreamState
 
 if TYPE_CHECKING:
     from .client import StreamRequest
 
-__all__ = ["Recording", "Recorder", "as_recording", "load_recording", "recording_meta", "is_recording", "replay_into"]
+__all__ = [
+    "Recording",
+    "Recorder",
+    "as_recording",
+    "load_recording",
+    "recording_meta",
+    "recording_items",
+    "is_recording",
+    "replay_into",
+]
 
 MAGIC = b'{"streamwidgets_recording"'
+RECORDING_ENDED = "the recording ended before the stream's terminator."
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -144,11 +153,19 @@ def as_recording(source: Any) -> Optional[Recording]:
     return None
 
 
-def _timed_chunks(source: Any, tokens_per_second: float) -> tuple[Optional[Recording], Iterator[tuple[float, bytes]]]:
-    """(recording or None, (time, bytes) pairs). A raw SSE body gets one event per 1/rate seconds."""
+def recording_items(recording: Recording) -> Iterator[tuple[float, Item]]:
+    """A recording's network reads as (seconds since start, bytes) — or its HTTP error, as events."""
+    if recording.status is not None:
+        yield 0.0, [error_from_http(recording.status, recording.error_body)]
+        return
+    yield from recording.chunks
+
+
+def _timed_items(source: Any, tokens_per_second: float) -> tuple[Optional[Recording], Iterator[tuple[float, Item]]]:
+    """(recording or None, (time, item) pairs). A raw SSE body gets one event per 1/rate seconds."""
     recording = as_recording(source)
     if recording is not None:
-        return recording, iter(recording.chunks)
+        return recording, recording_items(recording)
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as f:
             source = f.read()
@@ -170,36 +187,25 @@ async def replay_into(
 ) -> StreamState:
     """Replay a recording (at its original pace times `speed`; `speed=0` for no waiting) or a raw
     SSE body (one event per 1/`tokens_per_second` s) into `state`, as a live stream would arrive."""
-    recording, chunks = _timed_chunks(source, tokens_per_second)
+    recording, items = _timed_items(source, tokens_per_second)
     if recording is not None:
         dialect = dialect or recording.dialect
         provider = provider or recording.provider
         state.model = state.model or recording.meta.get("model")
     state.provider = state.provider or provider or "replay"
-    normalizer = Normalizer(dialect, provider)
+    feed = Feed(state, Normalizer(dialect, provider), notify=notify)
+    feed.begin()
+    return await drain(_paced(items, speed), feed, ended=RECORDING_ENDED)
+
+
+async def _paced(items: Iterator[tuple[float, Item]], speed: float) -> AsyncIterator[Item]:
+    """The items at their recorded times, sped up by `speed` (0: no waiting)."""
+    import anyio
+
     start = time.monotonic()
-    state.begin(start)
-    try:
-        if recording is not None and recording.status is not None:
-            state.apply(error_from_http(recording.status, recording.error_body), time.monotonic())
-        else:
-            for at, data in chunks:
-                if speed > 0:
-                    delay = start + at / speed - time.monotonic()
-                    if delay > 0:
-                        await anyio.sleep(delay)
-                now = time.monotonic()
-                for event in normalizer.feed(data):
-                    state.apply(event, now)
-                if notify:
-                    notify()
-            state.extend(normalizer.close(), time.monotonic())
-        state.close(reason="the recording ended before the stream's terminator.", now=time.monotonic())
-    except anyio.get_cancelled_exc_class():
-        state.close(cancelled=True, now=time.monotonic())
-        if notify:
-            notify()
-        raise
-    if notify:
-        notify()
-    return state
+    for at, item in items:
+        if speed > 0:
+            delay = start + at / speed - time.monotonic()
+            if delay > 0:
+                await anyio.sleep(delay)
+        yield item

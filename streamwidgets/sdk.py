@@ -9,13 +9,13 @@ loop stays free and Cancel still closes the connection (by closing the SDK strea
 from __future__ import annotations
 
 import json
-import time
-from typing import Any, Callable, Optional
+from typing import Any, AsyncIterator, Callable, Optional
 
 import anyio
 
 from .dialects import Normalizer
-from .events import ErrorEvent, Terminator
+from .events import ErrorEvent
+from .feed import Feed, drain
 from .state import StreamState
 
 __all__ = ["sdk_into", "sdk_event_bytes"]
@@ -47,47 +47,42 @@ async def sdk_into(
 
     The SDKs swallow chat's `data: [DONE]`, so a chat stream that the SDK finished counts as
     complete once a finish reason arrived; Responses and Messages keep their own terminators.
+    An exception from the SDK mid-stream (a broken connection, an API error event) becomes the
+    state's error, with what arrived kept. Cancelling closes the SDK stream, and so its connection.
     """
-    normalizer = Normalizer(None, provider)
     state.provider = state.provider or provider or type(stream).__module__.split(".")[0]
-    state.begin(time.monotonic())
-    ping = notify or (lambda: None)
-    closer = getattr(stream, "close", None)
+    feed = Feed(state, Normalizer(None, provider), notify=notify)
+    feed.begin()
     try:
-        if hasattr(stream, "__aiter__"):
-            async for item in stream:
-                _feed(normalizer, state, item)
-                ping()
-        else:
-            iterator = iter(stream)
-            while True:
-                item = await anyio.to_thread.run_sync(next, iterator, _END, abandon_on_cancel=True)
-                if item is _END:
-                    break
-                _feed(normalizer, state, item)
-                ping()
-        now = time.monotonic()
-        state.extend(normalizer.close(), now)
-        if normalizer.dialect_name == "chat" and state.finish_reason is not None:
-            state.apply(Terminator(), now)
-        state.close(reason="the SDK stream ended before its terminator.", now=now)
+        return await drain(
+            _items(stream),
+            feed,
+            ended="the SDK stream ended before its terminator.",
+            done_swallowed=True,
+            describe=_sdk_error,
+        )
     except anyio.get_cancelled_exc_class():
-        state.close(cancelled=True, now=time.monotonic())
-        await _close(closer)
-        ping()
+        await _close(getattr(stream, "close", None))
         raise
-    except Exception as exc:  # the SDK raised mid-stream (a broken connection, an API error event)
-        state.apply(ErrorEvent(f"{type(exc).__name__}: {exc}", getattr(exc, "code", None) or "sdk_error",
-                               getattr(exc, "status_code", None)))
-        state.close(now=time.monotonic())
-    ping()
-    return state
 
 
-def _feed(normalizer: Normalizer, state: StreamState, item: Any) -> None:
-    now = time.monotonic()
-    for event in normalizer.feed(sdk_event_bytes(item)):
-        state.apply(event, now)
+async def _items(stream: Any) -> AsyncIterator[bytes]:
+    """Each SDK item as the SSE event it was parsed from; a sync stream is read in a worker thread."""
+    if hasattr(stream, "__aiter__"):
+        async for item in stream:
+            yield sdk_event_bytes(item)
+        return
+    iterator = iter(stream)
+    while True:
+        item = await anyio.to_thread.run_sync(next, iterator, _END, abandon_on_cancel=True)
+        if item is _END:
+            return
+        yield sdk_event_bytes(item)
+
+
+def _sdk_error(exc: Exception) -> ErrorEvent:
+    code = getattr(exc, "code", None) or "sdk_error"
+    return ErrorEvent(f"{type(exc).__name__}: {exc}", code, getattr(exc, "status_code", None))
 
 
 async def _close(closer: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Iterable, Literal, Optional, Union, get_args
 
 from .events import (
     ErrorEvent,
@@ -28,11 +28,26 @@ from .events import (
     UsageReport,
 )
 
-__all__ = ["StreamState", "ToolCall", "StreamErrorInfo", "normalize_finish_reason", "STATUSES"]
+__all__ = [
+    "StreamState",
+    "ToolCall",
+    "StreamErrorInfo",
+    "normalize_finish_reason",
+    "joined_text",
+    "Status",
+    "Phase",
+    "STATUSES",
+    "FINAL_STATUSES",
+]
 
 #: Live statuses first, then the four ways a stream can end.
-STATUSES = ("waiting", "streaming", "complete", "incomplete", "error", "cancelled")
-FINAL_STATUSES = frozenset(STATUSES[2:])
+Status = Literal["waiting", "streaming", "complete", "incomplete", "error", "cancelled"]
+#: What a person would say is happening: a live phase, or how it ended.
+Phase = Literal["waiting", "thinking", "answering", "complete", "incomplete", "error", "cancelled"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
+#: The ends after which the model can be asked for the rest (or the request sent again).
+_CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: Below this span from first to last token a rate is noise (a burst of reads), not a speed.
 _MIN_RATE_SPAN = 0.05
 
@@ -66,6 +81,12 @@ def normalize_finish_reason(reason: Optional[str], has_tool_calls: bool = False)
     if normalized == "stop" and has_tool_calls:
         return "tool_calls"
     return normalized
+
+
+def joined_text(carried: str, text: str) -> str:
+    """The whole answer after a Continue: a continued part normally starts with the answer so far
+    (the request's prefix); one that does not is shown after it."""
+    return text if not carried or text.startswith(carried) else carried + text
 
 
 @dataclass
@@ -115,7 +136,7 @@ class StreamState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Optional[Usage] = None
     finish_reason: Optional[str] = None
-    status: str = "waiting"
+    status: Status = "waiting"
     error: Optional[StreamErrorInfo] = None
     #: Why an incomplete stream ended, in words (set by whoever closed it).
     incomplete_reason: Optional[str] = None
@@ -170,7 +191,15 @@ class StreamState:
         return self.status in FINAL_STATUSES
 
     @property
-    def phase(self) -> str:
+    def can_continue(self) -> bool:
+        """It ended short of a full answer: cut off, cancelled, failed, or stopped by the token
+        limit. Continue asks for the rest (or, with no answer yet, sends the request again)."""
+        if not self.done:
+            return False
+        return self.status in _CONTINUABLE or (self.status == "complete" and self.finish == "length")
+
+    @property
+    def phase(self) -> Phase:
         """What a person would say is happening: waiting, thinking, answering, or the final status."""
         if self.done:
             return self.status
@@ -318,6 +347,11 @@ class StreamState:
             self.response_id = event.response_id or self.response_id  # type: ignore[union-attr]
         elif kind is Problem:
             self.warnings.append(event.message)  # type: ignore[union-attr]
+
+    def note(self, message: str) -> None:
+        """Keep a warning even after the end (a view that failed to draw, a late surprise)."""
+        self.warnings.append(message)
+        self.version += 1
 
     def extend(self, events: Iterable[Event], now: Optional[float] = None) -> None:
         for event in events:

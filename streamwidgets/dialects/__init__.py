@@ -1,4 +1,7 @@
-"""Wire dialects: translators from Server-Sent Events to normalized events.
+"""Wire dialects: each owns its API in both directions, as an h11 connection owns its reader and
+its writer. The request side (path, auth style, body, the continuation of a partial answer) is
+declared on the dialect class; an instance is the reader, a translator from Server-Sent Events to
+normalized events.
 
 `Normalizer` is the pipeline's middle: bytes in (through `SSEDecoder`), normalized events out.
 It detects the dialect from the first event that tells, unless the caller names it, and turns
@@ -9,20 +12,30 @@ field line) into events too.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Protocol, Union
+from typing import Any, ClassVar, Mapping, Optional, Protocol, Union
 
 from .._json import loads
 from ..errors import error_from_object
 from ..events import Event, Heartbeat, Problem, Terminator
-from ..providers import Provider, get_provider
+from ..providers import APIS, Auth, Provider, get_provider
 from ..sse import ServerSentEvent, SSEDecoder
 from .chat import ChatDialect
 from .messages import MessagesDialect
+from ._request import Messages
 from .responses import ResponsesDialect
 
-__all__ = ["Dialect", "ChatDialect", "ResponsesDialect", "MessagesDialect", "Normalizer", "detect_dialect", "DIALECTS"]
+__all__ = [
+    "Dialect",
+    "ChatDialect",
+    "ResponsesDialect",
+    "MessagesDialect",
+    "Normalizer",
+    "detect_dialect",
+    "dialect_class",
+    "DIALECTS",
+]
 
-DIALECTS = ("chat", "responses", "messages")
+DIALECTS = APIS
 
 _MESSAGES_EVENTS = frozenset(
     {"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
@@ -31,11 +44,33 @@ _MESSAGES_EVENTS = frozenset(
 
 
 class Dialect(Protocol):
-    name: str
+    """What every dialect declares (the request side) and does (read events)."""
+
+    name: ClassVar[str]
+    path: ClassVar[str]
+    auth: ClassVar[Auth]
+    headers: ClassVar[tuple[tuple[str, str], ...]]
+
+    @staticmethod
+    def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]: ...
+
+    @staticmethod
+    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]: ...
 
     def translate(self, sse: ServerSentEvent) -> list[Event]: ...
 
     def finish(self) -> list[Event]: ...
+
+
+_CLASSES: dict[str, Any] = {"chat": ChatDialect, "responses": ResponsesDialect, "messages": MessagesDialect}
+
+
+def dialect_class(name: str) -> type[Dialect]:
+    """The dialect class of an API name (its request side is on the class)."""
+    try:
+        return _CLASSES[name]  # type: ignore[no-any-return]
+    except KeyError:
+        raise ValueError(f"unknown dialect {name!r}; expected one of: {', '.join(DIALECTS)}") from None
 
 
 def detect_dialect(sse: ServerSentEvent) -> Optional[str]:
@@ -68,13 +103,9 @@ def detect_dialect(sse: ServerSentEvent) -> Optional[str]:
 
 
 def make_dialect(name: str, provider: Provider) -> Dialect:
-    if name == "chat":
-        return ChatDialect(think_tags=provider.think_tags)
-    if name == "responses":
-        return ResponsesDialect()
-    if name == "messages":
-        return MessagesDialect()
-    raise ValueError(f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}")
+    """A reader for one stream; the chat reader splits `<think>` tags for the presets that ask."""
+    cls = dialect_class(name)
+    return ChatDialect(think_tags=provider.think_tags) if cls is ChatDialect else cls()
 
 
 class Normalizer:

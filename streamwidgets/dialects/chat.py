@@ -26,8 +26,10 @@ from ..events import (
     Usage,
     UsageReport,
 )
+from ..providers import BEARER, Auth
 from ..sse import ServerSentEvent
-from ._common import string, ThinkSplitter, count, number, parse_object, source, sources_from, sub
+from ._common import ThinkSplitter, count, number, parse_object, source, sources_from, string, sub
+from ._request import ASK_TO_CONTINUE, Messages, rename_token_limit
 
 __all__ = ["ChatDialect", "chat_usage"]
 
@@ -57,6 +59,28 @@ class ChatDialect:
     Perplexity's repeated source lists, and the optional `<think>` splitter."""
 
     name = "chat"
+
+    # ------------------------------------------------------------------ the request side
+
+    path = "/chat/completions"
+    auth: Auth = BEARER
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
+        """A chat-completions body; `include_usage` asks for the usage chunk (`stream_options`)."""
+        body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages], "stream": True}
+        if include_usage:
+            body["stream_options"] = {"include_usage": True}
+        body.update(rename_token_limit(params, "max_tokens", keep=("max_completion_tokens",)))
+        return body
+
+    @staticmethod
+    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
+        """(the text the next part starts from, the turns that ask for the rest)."""
+        return partial, [{"role": "assistant", "content": partial}, {"role": "user", "content": ASK_TO_CONTINUE}]
+
+    # ------------------------------------------------------------------ the reader
 
     def __init__(self, *, think_tags: bool = False) -> None:
         self._think = ThinkSplitter() if think_tags else None

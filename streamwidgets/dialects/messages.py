@@ -25,8 +25,10 @@ from ..events import (
     Usage,
     UsageReport,
 )
+from ..providers import X_API_KEY, Auth
 from ..sse import ServerSentEvent
 from ._common import count, parse_object, source, string, sub
+from ._request import Messages, rename_token_limit, split_system
 
 __all__ = ["MessagesDialect", "messages_usage"]
 
@@ -42,8 +44,37 @@ def messages_usage(usage: Mapping[str, Any]) -> Usage:
     return Usage(prompt, completion, total, read, None, None)
 
 
+#: Messages requires a token limit; this one is sent when the caller gives none.
+DEFAULT_MAX_TOKENS = 4096
+
+
 class MessagesDialect:
     name = "messages"
+
+    # ------------------------------------------------------------------ the request side
+
+    path = "/messages"
+    auth: Auth = X_API_KEY
+    headers: tuple[tuple[str, str], ...] = (("anthropic-version", "2023-06-01"),)
+
+    @staticmethod
+    def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
+        """A Messages body: system turns move to `system`, and `max_tokens` is required."""
+        conversation, system = split_system(messages)
+        body: dict[str, Any] = {"model": model, "messages": conversation, "max_tokens": DEFAULT_MAX_TOKENS, "stream": True}
+        if system:
+            body["system"] = system
+        body.update(rename_token_limit(params, "max_tokens"))
+        return body
+
+    @staticmethod
+    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
+        """The partial answer becomes an assistant prefill, which the model continues. A prefill
+        may not end in white space (the model adds it back), so the next part starts trimmed."""
+        partial = partial.rstrip()
+        return partial, [{"role": "assistant", "content": partial}]
+
+    # ------------------------------------------------------------------ the reader
 
     def __init__(self) -> None:
         self._blocks: dict[Any, str] = {}

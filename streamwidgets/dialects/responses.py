@@ -26,8 +26,10 @@ from ..events import (
     Usage,
     UsageReport,
 )
+from ..providers import BEARER, Auth
 from ..sse import ServerSentEvent
-from ._common import string, count, parse_object, source, sub
+from ._common import count, parse_object, source, string, sub
+from ._request import ASK_TO_CONTINUE, Messages, rename_token_limit
 
 __all__ = ["ResponsesDialect", "responses_usage"]
 
@@ -58,6 +60,26 @@ _TEXT = {
 
 class ResponsesDialect:
     name = "responses"
+
+    # ------------------------------------------------------------------ the request side
+
+    path = "/responses"
+    auth: Auth = BEARER
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
+        """A Responses body: the conversation is the `input`; usage always comes in the final event."""
+        body: dict[str, Any] = {"model": model, "input": [dict(m) for m in messages], "stream": True}
+        body.update(rename_token_limit(params, "max_output_tokens"))
+        return body
+
+    @staticmethod
+    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
+        """(the text the next part starts from, the turns that ask for the rest)."""
+        return partial, [{"role": "assistant", "content": partial}, {"role": "user", "content": ASK_TO_CONTINUE}]
+
+    # ------------------------------------------------------------------ the reader
 
     def __init__(self) -> None:
         self._calls: dict[str, bool] = {}  # function-call item id -> arguments seen as deltas

@@ -204,8 +204,7 @@ class StreamHandle:
         if not state.done:
             state.apply(ErrorEvent(f"streamwidgets failed while streaming: {message}", "internal_error"))
         else:
-            state.warnings.append(f"after the stream ended: {message}")
-            state.version += 1
+            state.note(f"after the stream ended: {message}")
 
     def _finish(self) -> None:
         loop = self._loop

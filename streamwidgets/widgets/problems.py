@@ -57,9 +57,9 @@ def problem_html(
     body = []
     if kind:
         message = state.message
-        if state.status in ("incomplete", "cancelled") or (state.status == "complete" and state.finish == "length"):
-            if can_continue:
-                message += " Continue asks the model for the rest."
+        if can_continue and state.can_continue:
+            has_answer = state.text_length or state.reasoning_length or state.tool_calls
+            message += " Continue asks the model for the rest." if has_answer else " Retry sends the request again."
         body.append(f'<div class="sw-problem-message">{escape_html(redact(message))}</div>')
         if state.refusal:
             refusal = escape_html(redact(formatting.shorten(state.refusal, _MAX_TEXT)))

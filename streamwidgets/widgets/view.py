@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import ipywidgets as w
 
 from ..events import Source
-from ..state import StreamState
+from ..state import StreamState, joined_text
 from .header import Header, header_html
 from .markdown_pane import MarkdownPane
 from .problems import ProblemBox, problem_html
@@ -38,7 +38,6 @@ from .usage import UsageMeter
 __all__ = ["StreamView"]
 
 #: Ways a stream can end that a second request can pick up from.
-_CONTINUABLE = frozenset({"incomplete", "cancelled", "error"})
 
 
 def _unchanged(text: str) -> str:
@@ -144,14 +143,8 @@ class StreamView:
 
     @property
     def text(self) -> str:
-        """The whole answer shown, across Continue parts.
-
-        A continued stream normally starts with the answer so far (the request's prefix); one
-        that does not is shown after it.
-        """
-        text = self.state.text
-        carried = self._carried_text
-        return text if not carried or text.startswith(carried) else carried + text
+        """The whole answer shown, across Continue parts (`state.joined_text`)."""
+        return joined_text(self._carried_text, self.state.text)
 
     @property
     def reasoning_text(self) -> str:
@@ -376,10 +369,7 @@ class StreamView:
     @property
     def can_continue(self) -> bool:
         """The stream ended short of a full answer and someone can start the next part."""
-        state = self.state
-        if self._on_continue is None or not state.done:
-            return False
-        return state.status in _CONTINUABLE or (state.status == "complete" and state.finish == "length")
+        return self._on_continue is not None and self.state.can_continue
 
     # ------------------------------------------------------------------ helpers
 

@@ -1,0 +1,36 @@
+"""The request side shared by the dialects: the pieces of a body that only differ by name.
+
+Each dialect declares its own path, auth style, token-limit name and body shape next to its
+reader (`ChatDialect.build_body`, ...); these helpers keep the three writers small.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+__all__ = ["Messages", "TOKEN_LIMIT_NAMES", "rename_token_limit", "split_system", "ASK_TO_CONTINUE"]
+
+Messages = Sequence[Mapping[str, Any]]
+
+#: What users call the answer's token limit; each dialect sends it under its own name.
+TOKEN_LIMIT_NAMES = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+
+#: The user turn that asks a chat or responses model to carry on from a partial answer.
+ASK_TO_CONTINUE = "Continue exactly where you stopped, without repeating anything."
+
+
+def rename_token_limit(params: Mapping[str, Any], name: str, *, keep: Sequence[str] = ()) -> dict[str, Any]:
+    """`params` with any token-limit spelling sent as `name` (spellings in `keep` pass as they are)."""
+    out = dict(params)
+    for alias in TOKEN_LIMIT_NAMES:
+        if alias != name and alias not in keep and alias in out:
+            value = out.pop(alias)
+            out.setdefault(name, value)
+    return out
+
+
+def split_system(messages: Messages) -> tuple[list[dict[str, Any]], str]:
+    """(the conversation without system turns, the system turns joined) — for Messages' `system`."""
+    system = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    return rest, "\n\n".join(system)

@@ -1,0 +1,119 @@
+"""The one feed loop: every way a stream arrives — a live HTTP body, a recording, raw SSE bytes,
+the objects of an openai / anthropic SDK stream — enters the same `Feed`.
+
+`Feed` is sans-IO: it turns bytes into normalized events (through a `Normalizer`), folds them into
+a `StreamState` with the time they arrived, and calls `notify()` so that a view can redraw.
+`drain()` is its async driver: it reads an async iterable of items, and settles how the stream
+ended — the end of the items, a broken stream (`StreamBroke`), a surprise (an exception), or a
+cancel, which closes the state as cancelled and propagates.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import AsyncIterable, Callable, Optional, Sequence, Union
+
+from .dialects import Normalizer
+from .events import ErrorEvent, Event, Terminator
+from .state import StreamState
+
+__all__ = ["Feed", "Item", "StreamBroke", "drain"]
+
+#: What a source hands the feed: bytes of the wire, or events it made itself (an HTTP error).
+Item = Union[bytes, Sequence[Event]]
+Clock = Callable[[], float]
+
+
+class StreamBroke(Exception):
+    """The stream stopped before its terminator; the message says why, in plain words."""
+
+
+def _nothing() -> None:
+    pass
+
+
+class Feed:
+    """Items in, a `StreamState` kept current, `notify()` after each change."""
+
+    def __init__(
+        self,
+        state: StreamState,
+        normalizer: Normalizer,
+        *,
+        notify: Optional[Callable[[], None]] = None,
+        clock: Optional[Clock] = time.monotonic,
+    ) -> None:
+        self.state = state
+        self.normalizer = normalizer
+        self.notify = notify or _nothing
+        self._clock = clock
+
+    def now(self) -> Optional[float]:
+        return self._clock() if self._clock is not None else None
+
+    def begin(self) -> None:
+        """The request was sent now (the start of time to first token)."""
+        self.state.begin(self.now())
+
+    def push(self, item: Item) -> None:
+        """Fold one network read (or ready-made events) into the state."""
+        events = self.normalizer.feed(item) if isinstance(item, bytes) else item
+        if events:
+            self.state.extend(events, self.now())
+            self.notify()
+
+    def end(self, reason: Optional[str] = None, *, done_swallowed: bool = False) -> StreamState:
+        """The source ran out. `reason` says why, should the terminator be missing.
+
+        `done_swallowed`: the source (an SDK) hides chat's `data: [DONE]`, so a chat stream that
+        reached a finish reason counts as terminated.
+        """
+        now = self.now()
+        state = self.state
+        state.extend(self.normalizer.close(), now)
+        if done_swallowed and self.normalizer.dialect_name == "chat" and state.finish_reason is not None:
+            state.apply(Terminator(), now)
+        state.close(reason=reason, now=now)
+        self.notify()
+        return state
+
+    def cancel(self) -> StreamState:
+        """The user stopped it: the state keeps what arrived and says cancelled."""
+        self.state.close(cancelled=True, now=self.now())
+        self.notify()
+        return self.state
+
+
+def _surprise(exc: Exception) -> ErrorEvent:
+    return ErrorEvent(f"{type(exc).__name__}: {exc}", "internal_error")
+
+
+async def drain(
+    items: AsyncIterable[Item],
+    feed: Feed,
+    *,
+    ended: Optional[str],
+    done_swallowed: bool = False,
+    describe: Callable[[Exception], ErrorEvent] = _surprise,
+) -> StreamState:
+    """Push every item into `feed` and settle the end.
+
+    `ended` is the reason an incomplete stream is given when the items simply run out (None:
+    the state's own words); a
+    `StreamBroke` from the source gives its own; any other exception becomes the state's error
+    (through `describe`, which may redact). A cancel closes the state as cancelled and re-raises.
+    """
+    import anyio  # the async edge only: the sans-IO Feed above needs no event loop
+
+    try:
+        async for item in items:
+            feed.push(item)
+    except anyio.get_cancelled_exc_class():
+        feed.cancel()
+        raise
+    except StreamBroke as why:
+        return feed.end(str(why))
+    except Exception as exc:  # a bug or a surprise must still end up in the state, with the answer kept
+        feed.state.apply(describe(exc), feed.now())
+        return feed.end(ended)
+    return feed.end(ended, done_swallowed=done_swallowed)
