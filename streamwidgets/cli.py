@@ -16,7 +16,7 @@ from .client import make_request, stream_into
 from .providers import PROVIDERS
 from .recording import replay_into
 from .state import StreamState
-from .widgets.terminal import TerminalPrinter
+from .terminal import TerminalPrinter
 
 __all__ = ["main"]
 

@@ -372,19 +372,26 @@ def test_a_recording_replays_in_the_same_view_at_its_pace(kernel: Kernel, tmp_pa
 # ----------------------------------------------------------------------------- outside a kernel
 
 
-def test_outside_a_kernel_show_prints_plain_text_and_returns_the_state(demo_server: DemoServer):
+def test_outside_a_kernel_show_prints_plain_text_and_returns_a_finished_handle(demo_server: DemoServer):
+    import asyncio
     import io
 
     import streamwidgets.widgets as sw
 
     out = io.StringIO()
-    state = sw.show("Explain the water cycle", model="demo", base_url=demo_server.base_url, out=out,
-                    demo={"tokens_per_second": 0})
-    assert state.status == "complete"
+    handle = sw.show("Explain the water cycle", model="demo", base_url=demo_server.base_url, out=out,
+                     demo={"tokens_per_second": 0})
+    assert isinstance(handle, sw.StreamHandle) and handle.done and handle.view is None
+    state = handle.state
+    assert state.status == "complete" and asyncio.run(_awaited(handle)) is state
     printed = out.getvalue()
     assert printed.startswith(state.text[:50])
     last = printed.splitlines()[-1]
     assert " tokens" in last and last.endswith("]")
+
+
+async def _awaited(handle):
+    return await handle
 
 
 # ----------------------------------------------------------------------------- a saved notebook

@@ -37,7 +37,7 @@ from streamwidgets.state import StreamState
 from streamwidgets.widgets import StreamHandle, StreamView, cancel_all, scheduler_for
 from streamwidgets.widgets.fallback import WIDGET_MIMETYPE, final_bundle, placeholder_bundle
 from streamwidgets.widgets.handle import running
-from streamwidgets.widgets.terminal import TerminalPrinter, printable
+from streamwidgets.terminal import TerminalPrinter, printable
 from streamwidgets.widgets.theme import HIDDEN, STYLESHEET
 from streamwidgets.widgets.toolcalls import format_arguments
 from widget_harness import Wire, markup_problems, play, walk, widget_strings

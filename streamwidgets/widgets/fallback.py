@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..markdown import escape_html, render_markdown
 from ..state import StreamState
-from .header import STATUS_WORDS
+from ..formatting import STATUS_WORDS
 
 __all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line"]
 

@@ -13,22 +13,14 @@ from typing import Optional
 
 from ..markdown import escape_html
 from ..state import StreamState
-from . import formatting
+from .. import formatting
+from ..formatting import STATUS_WORDS
 from .sync import Parts, set_traits
 from .traffic import Cost
 
-__all__ = ["Header", "STATUS_WORDS", "header_html"]
+__all__ = ["Header", "header_html"]
 
 #: The status word shown for each `StreamState.phase`.
-STATUS_WORDS = {
-    "waiting": "waiting for the first token",
-    "thinking": "thinking",
-    "answering": "answering",
-    "complete": "done",
-    "cancelled": "cancelled",
-    "error": "error",
-    "incomplete": "incomplete",
-}
 
 _LIVE = frozenset({"waiting", "thinking", "answering"})
 _MAX_NAME = 80

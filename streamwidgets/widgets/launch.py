@@ -3,9 +3,9 @@
 In a kernel the view is displayed, the stream becomes a background task and a `StreamHandle`
 comes back at once, so the cell finishes and Cancel clicks are heard; with `display=False` the
 view is only made, for the caller to place (`HBox([h.view.widget for h in handles])`). Outside
-a kernel there is no page to draw widgets on: the answer goes to the terminal as plain text, and
-`show()` returns the final `StreamState` (or, when an event loop is already running there, a
-handle to await).
+a kernel there is no page to draw widgets on: the answer goes to the terminal as plain text.
+`show()` always returns a `StreamHandle`: in a plain script it has already finished (the call
+blocks while the answer prints), so `handle.state` is the final state.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..state import StreamState
 from .fallback import final_bundle, placeholder_bundle
 from .handle import Runner, StreamHandle, scrub
 from .scheduler import scheduler_for
-from .terminal import TerminalPrinter
+from ..terminal import TerminalPrinter
 from .view import StreamView
 
 __all__ = ["show", "show_replay", "show_sdk", "show_runner"]
@@ -44,7 +44,7 @@ def show(
     display: bool = True,
     out: Optional[TextIO] = None,
     **params: Any,
-) -> Union[StreamHandle, StreamState]:
+) -> StreamHandle:
     """Stream an answer into a live view (in a kernel) or onto the terminal (elsewhere).
 
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
@@ -89,7 +89,7 @@ def show_replay(
     max_fps: float = 20.0,
     display: bool = True,
     out: Optional[TextIO] = None,
-) -> Union[StreamHandle, StreamState]:
+) -> StreamHandle:
     """Replay a recording (`show(..., record=path)`, or a raw SSE file) in the same view, at its
     recorded pace times `speed` (0: no waiting). Cancel works as for a live stream. `model`,
     `provider` and `api` label the header; `display=False` as for `show()`."""
@@ -114,7 +114,7 @@ def show_sdk(
     max_fps: float = 20.0,
     display: bool = True,
     out: Optional[TextIO] = None,
-) -> Union[StreamHandle, StreamState]:
+) -> StreamHandle:
     """Show a stream you opened with the official `openai` or `anthropic` SDK (sync or async) in
     the same view; Cancel closes the SDK stream, and so its connection. `model`, `provider` and
     `api` label the header; `display=False` as for `show()`."""
@@ -132,7 +132,7 @@ def show_runner(
     display: bool = True,
     out: Optional[TextIO] = None,
     **view_options: Any,
-) -> Union[StreamHandle, StreamState]:
+) -> StreamHandle:
     """Show any stream: `runner(state, notify)` feeds the state (`stream_into`, `replay_into`, an
     SDK stream...) and calls `notify()` after each batch. `view_options` go to `StreamView`;
     `request` (for a live stream) enables Continue and redacts its key from what is shown.
@@ -144,15 +144,11 @@ def show_runner(
     redact = request.redact if request is not None else (lambda text: text)
     try:
         loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_to_terminal(runner, out or sys.stdout, redact))
+    except RuntimeError:  # a plain script: print the answer, then hand back the finished stream
+        return asyncio.run(_to_terminal(runner, request, out or sys.stdout, redact))
     shell = _kernel_shell()
     if shell is None:
-        state = StreamState()
-        printer = TerminalPrinter(state, out or sys.stdout, redact=lambda text: scrub(redact(text)))
-        handle = StreamHandle(runner, state=state, request=request, notify=printer.notify)
-        handle.add_done_callback(lambda _handle: printer.finish())
-        return handle
+        return _terminal_handle(runner, request, out or sys.stdout, redact)
 
     from IPython.display import display as show_output
     from IPython.display import update_display
@@ -174,15 +170,23 @@ def show_runner(
     return handle
 
 
-async def _to_terminal(runner: Runner, out: TextIO, redact: Callable[[str], str]) -> StreamState:
+def _terminal_handle(
+    runner: Runner, request: Optional[StreamRequest], out: TextIO, redact: Callable[[str], str]
+) -> StreamHandle:
+    """A stream printed as plain text (no kernel, so no widgets), running on the current loop."""
     state = StreamState()
     printer = TerminalPrinter(state, out, redact=lambda text: scrub(redact(text)))
-    try:
-        await runner(state, printer.notify)
-    finally:
-        state.close(cancelled=True)
-        printer.finish()
-    return state
+    handle = StreamHandle(runner, state=state, request=request, notify=printer.notify)
+    handle.add_done_callback(lambda _handle: printer.finish())
+    return handle
+
+
+async def _to_terminal(
+    runner: Runner, request: Optional[StreamRequest], out: TextIO, redact: Callable[[str], str]
+) -> StreamHandle:
+    handle = _terminal_handle(runner, request, out, redact)
+    await handle
+    return handle
 
 
 def _kernel_shell() -> Any:

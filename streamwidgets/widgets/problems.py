@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from ..markdown import escape_html
 from ..state import StreamState
-from . import formatting
+from .. import formatting
 from .sync import Parts, set_traits, visible_classes
 from .traffic import Cost
 

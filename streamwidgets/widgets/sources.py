@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ..events import Source
 from ..markdown import escape_html, safe_url
-from . import formatting
+from .. import formatting
 from .sync import Parts, set_traits
 from .traffic import NOTHING, Cost
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..markdown import escape_html
 from ..state import ToolCall
-from . import formatting
+from .. import formatting
 from .sync import Parts, set_traits, visible_classes
 from .traffic import NOTHING, Cost
 

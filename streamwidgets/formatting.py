@@ -8,7 +8,18 @@ from __future__ import annotations
 from typing import Optional
 from urllib.parse import urlsplit
 
-__all__ = ["count", "seconds", "rate", "cost", "domain", "shorten"]
+__all__ = ["STATUS_WORDS", "count", "seconds", "rate", "cost", "domain", "shorten"]
+
+#: What the header, the terminal and the static answer call each phase.
+STATUS_WORDS = {
+    "waiting": "waiting for the first token",
+    "thinking": "thinking",
+    "answering": "answering",
+    "complete": "done",
+    "cancelled": "cancelled",
+    "error": "error",
+    "incomplete": "incomplete",
+}
 
 
 def count(n: int) -> str:

@@ -11,9 +11,9 @@ import re
 import time
 from typing import Callable, TextIO
 
-from ..state import StreamState
 from . import formatting
-from .header import STATUS_WORDS
+from .formatting import STATUS_WORDS
+from .state import StreamState
 
 __all__ = ["TerminalPrinter", "printable"]
 
