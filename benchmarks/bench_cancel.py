@@ -20,8 +20,13 @@ from streamwidgets.state import StreamState
 
 
 async def one(server: DemoServer, api: str, rate: float) -> float:
-    request = make_request("A long answer, please.", base_url=server.base_url, model="demo-long", api=api,
-                           demo={"tokens_per_second": rate, "first_token_delay": 0})
+    request = make_request(
+        "A long answer, please.",
+        base_url=server.base_url,
+        model="demo-long",
+        api=api,
+        demo={"tokens_per_second": rate, "first_token_delay": 0},
+    )
     state = StreamState()
     before = len(server.connections)
     task = asyncio.get_running_loop().create_task(stream_into(request, state))
@@ -51,7 +56,9 @@ async def main(runs: int) -> None:
         for api in ("chat", "responses", "messages"):
             for rate in (100.0, 1000.0):
                 values = [await one(server, api, rate) for _ in range(runs)]
-                print(f"| {api} | {rate:.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |")
+                print(
+                    f"| {api} | {rate:.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |"
+                )
 
 
 if __name__ == "__main__":

@@ -132,8 +132,16 @@ def start_kernel(home: Path) -> Kernel:
     spec.mkdir(parents=True)
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "bench", "language": "python"}))
-    manager = KernelManager(kernel_name="sw-bench", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(home / "kernels")]))
-    env = {**os.environ, **{name: str(home / name.lower()) for name in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR")}}
+    manager = KernelManager(
+        kernel_name="sw-bench", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(home / "kernels")])
+    )
+    env = {
+        **os.environ,
+        **{
+            name: str(home / name.lower())
+            for name in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR")
+        },
+    }
     manager.start_kernel(env=env)
     client = manager.client()
     client.start_channels()
@@ -252,8 +260,12 @@ def main(quick: bool) -> None:
             kernel.manager.shutdown_kernel(now=True)
 
     ours, base, client_only = runs
-    print(f"## A {ours.markdown_bytes / 1000:.0f} KB markdown answer ({main_size:,} tokens) at 1,000 tokens/s, real ipykernel\n")
-    print("| view | widget messages | wire bytes | bytes / markdown | kernel CPU s | stream s | last update after last byte, ms |")
+    print(
+        f"## A {ours.markdown_bytes / 1000:.0f} KB markdown answer ({main_size:,} tokens) at 1,000 tokens/s, real ipykernel\n"
+    )
+    print(
+        "| view | widget messages | wire bytes | bytes / markdown | kernel CPU s | stream s | last update after last byte, ms |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for run in runs:
         print(
@@ -278,8 +290,10 @@ def main(quick: bool) -> None:
     print("|---:|---:|---:|---:|")
     for rate, values in cancels.items():
         print(f"| {rate:,.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |")
-    print("\nTargets: bytes ≤ 8x the markdown and flat in size; kernel CPU ≤ 3 s; last update ≤ 1 s after the "
-          "last byte; Cancel p95 ≤ 50 ms.")
+    print(
+        "\nTargets: bytes ≤ 8x the markdown and flat in size; kernel CPU ≤ 3 s; last update ≤ 1 s after the "
+        "last byte; Cancel p95 ≤ 50 ms."
+    )
     print(f"Total run: {time.monotonic() - started:.0f} s")
 
 

@@ -19,22 +19,66 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import comm
 from comm.base_comm import BaseComm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamwidgets.markdown import IncrementalMarkdown, render_markdown  # noqa: E402
+from streamwidgets.markdown import IncrementalMarkdown, render_markdown
 
-_WORDS = (
-    "the model stream token answer notebook widget render markdown block list table code "
-    "value state event client server provider latency budget bytes browser kernel cancel "
-    "reasoning source citation usage cost prompt completion response message chunk buffer "
-    "parser decoder dialect quirk frame update throttle linear quadratic segment tail"
-).split()
+_WORDS = [
+    "the",
+    "model",
+    "stream",
+    "token",
+    "answer",
+    "notebook",
+    "widget",
+    "render",
+    "markdown",
+    "block",
+    "list",
+    "table",
+    "code",
+    "value",
+    "state",
+    "event",
+    "client",
+    "server",
+    "provider",
+    "latency",
+    "budget",
+    "bytes",
+    "browser",
+    "kernel",
+    "cancel",
+    "reasoning",
+    "source",
+    "citation",
+    "usage",
+    "cost",
+    "prompt",
+    "completion",
+    "response",
+    "message",
+    "chunk",
+    "buffer",
+    "parser",
+    "decoder",
+    "dialect",
+    "quirk",
+    "frame",
+    "update",
+    "throttle",
+    "linear",
+    "quadratic",
+    "segment",
+    "tail",
+]
 _CODE_LINES = [
     "def {w}_{n}(items: list[int], limit: int = {n}) -> dict[str, int]:",
     '    """Return the {w} of each item, capped at {n}."""',
@@ -99,8 +143,7 @@ def generate_answer(tokens: int, seed: int = 7, big_code_lines: int = 0) -> str:
             elif kind < 0.88:
                 cols = rnd.randint(2, 4)
                 rows = [
-                    "| " + " | ".join(rnd.choice(_WORDS) for _ in range(cols)) + " |"
-                    for _ in range(rnd.randint(3, 8))
+                    "| " + " | ".join(rnd.choice(_WORDS) for _ in range(cols)) + " |" for _ in range(rnd.randint(3, 8))
                 ]
                 parts.append("\n".join([rows[0], "|" + "---|" * cols, *rows[1:]]))
             else:

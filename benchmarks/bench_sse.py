@@ -16,16 +16,50 @@ import random
 import statistics
 import sys
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from streamwidgets.dialects import Normalizer
 from streamwidgets.sse import SSEDecoder
 from streamwidgets.state import StreamState
 
-WORDS = (
-    "the stream of tokens arrives as server sent events and each event carries a small JSON chunk "
-    "with a delta that the client appends — données, naïve café, 数据流, emoji 🌊 and code `x = f(y)`"
-).split()
+WORDS = [
+    "the",
+    "stream",
+    "of",
+    "tokens",
+    "arrives",
+    "as",
+    "server",
+    "sent",
+    "events",
+    "and",
+    "each",
+    "event",
+    "carries",
+    "a",
+    "small",
+    "JSON",
+    "chunk",
+    "with",
+    "a",
+    "delta",
+    "that",
+    "the",
+    "client",
+    "appends",
+    "—",
+    "données,",
+    "naïve",
+    "café,",
+    "数据流,",
+    "emoji",
+    "🌊",
+    "and",
+    "code",
+    "`x",
+    "=",
+    "f(y)`",
+]
 
 
 def make_stream(target_bytes: int, seed: int = 7) -> tuple[bytes, str]:
@@ -44,7 +78,9 @@ def make_stream(target_bytes: int, seed: int = 7) -> tuple[bytes, str]:
         line = "data: " + head + json.dumps(token) + tail + "\n\n"
         out.append(line)
         size += len(line.encode())
-    out.append('data: {"id":"chatcmpl-B9zQ3x7Kp2","object":"chat.completion.chunk","created":1733011200,"model":"gpt-4.1-mini-2025-04-14","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n')
+    out.append(
+        'data: {"id":"chatcmpl-B9zQ3x7Kp2","object":"chat.completion.chunk","created":1733011200,"model":"gpt-4.1-mini-2025-04-14","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    )
     out.append("data: [DONE]\n\n")
     return "".join(out).encode(), "".join(text)
 
@@ -67,7 +103,8 @@ def ours(chunks: Iterable[bytes]) -> int:
 def httpx_sse(chunks: Iterable[bytes]) -> int:
     """What `EventSource.iter_sse()` does: httpx's text decoder, httpx-sse's line and event decoders."""
     from httpx._decoders import TextDecoder
-    from httpx_sse._decoders import SSEDecoder as Dec, SSELineDecoder
+    from httpx_sse._decoders import SSEDecoder as Dec
+    from httpx_sse._decoders import SSELineDecoder
 
     text_decoder, lines, dec = TextDecoder("utf-8"), SSELineDecoder(), Dec()
     n = 0
@@ -109,7 +146,8 @@ def ours_pipeline(chunks: Iterable[bytes]) -> str:
 def hand_written(chunks: Iterable[bytes]) -> str:
     """The loop people write: httpx-sse events, `json.loads`, concatenate `delta.content`."""
     from httpx._decoders import TextDecoder
-    from httpx_sse._decoders import SSEDecoder as Dec, SSELineDecoder
+    from httpx_sse._decoders import SSEDecoder as Dec
+    from httpx_sse._decoders import SSELineDecoder
 
     text_decoder, lines, dec = TextDecoder("utf-8"), SSELineDecoder(), Dec()
     parts: list[str] = []
@@ -168,13 +206,19 @@ def main(argv: list[str] | None = None) -> int:
 
     mb = len(data) / 1e6
     json_lib = "json (stdlib)" if args.stdlib_json else "orjson if installed"
-    print(f"stream: {mb:.1f} MB, {expected_events} events; CPU seconds, median of {runs} runs; "
-          f"python {sys.version.split()[0]}; streamwidgets JSON: {json_lib}")
+    print(
+        f"stream: {mb:.1f} MB, {expected_events} events; CPU seconds, median of {runs} runs; "
+        f"python {sys.version.split()[0]}; streamwidgets JSON: {json_lib}"
+    )
     print()
     print("| chunking | contender | median CPU s | MB/s | streamwidgets is faster by |")
     print("|---|---|---:|---:|---:|")
-    decoders = {"streamwidgets SSEDecoder": ours, "httpx-sse": httpx_sse, "openai SDK SSEDecoder": openai_sdk,
-                "sseclient-py": sseclient_py}
+    decoders = {
+        "streamwidgets SSEDecoder": ours,
+        "httpx-sse": httpx_sse,
+        "openai SDK SSEDecoder": openai_sdk,
+        "sseclient-py": sseclient_py,
+    }
     pipelines = {"streamwidgets parse pipeline": ours_pipeline, "httpx-sse + json.loads loop": hand_written}
     for label, size in (("16 KiB", 16384), ("~100 B (token-sized)", 100)):
         chunks = chunked(data, size)

@@ -53,9 +53,39 @@ _EXPORTS = {
 
 # `parse` is both a submodule and a function: bind the function now, or importing the
 # submodule anywhere would leave `streamwidgets.parse` pointing at the module. It is core only.
-from .parse import parse  # noqa: E402
+from .parse import parse  # noqa: E402 (after the table it explains)
 
-__all__ = sorted([*_EXPORTS, "parse"])
+__all__ = [
+    "show",
+    "show_replay",
+    "show_sdk",
+    "StreamHandle",
+    "StreamView",
+    "ChatPanel",
+    "cancel_all",
+    "make_request",
+    "StreamRequest",
+    "arun",
+    "run",
+    "astream",
+    "stream_into",
+    "continue_request",
+    "Chat",
+    "sdk_into",
+    "replay_into",
+    "parse",
+    "StreamState",
+    "ToolCall",
+    "StreamErrorInfo",
+    "Source",
+    "Usage",
+    "Provider",
+    "PROVIDERS",
+    "get_provider",
+    "StreamError",
+    "HTTPStatusError",
+    "IncompleteStreamError",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -7,8 +7,13 @@ embedded offline provider; `demo` is the headless quickstart (no browser, no key
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import json
 import sys
-from typing import Optional, Sequence
+import threading
+from collections.abc import Sequence
+from typing import Any, Optional
 
 import anyio
 
@@ -24,8 +29,8 @@ QUICKSTART_PROMPT = "How does streaming an LLM answer with server-sent events wo
 
 
 async def _ask(args: argparse.Namespace, prompt: str) -> int:
-    params = {}
-    if args.max_tokens:
+    params = dict(args.param)
+    if args.max_tokens is not None:
         params["max_tokens"] = args.max_tokens
     request = make_request(
         prompt,
@@ -54,6 +59,23 @@ async def _replay(args: argparse.Namespace) -> int:
     return 0 if state.status == "complete" else 1
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a whole number of tokens, 1 or more")
+    return value
+
+
+def _param(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError("expected NAME=VALUE, e.g. temperature=0.2")
+    try:
+        return name.strip(), json.loads(value)
+    except ValueError:
+        return name.strip(), value  # a plain word: a string
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamwidgets", description="Stream LLM answers live (and offline).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -62,8 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
 
-    for name, help_ in (("ask", "stream an answer into the terminal"),
-                        ("demo", "the headless quickstart: stream a demo answer offline and print it")):
+    for name, help_ in (
+        ("ask", "stream an answer into the terminal"),
+        ("demo", "the headless quickstart: stream a demo answer offline and print it"),
+    ):
         p = sub.add_parser(name, help=help_)
         if name == "ask":
             p.add_argument("prompt", help="the question; '-' reads it from standard input")
@@ -72,7 +96,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--api", choices=["chat", "responses", "messages"])
         p.add_argument("--base-url")
         p.add_argument("--system", help="a system prompt")
-        p.add_argument("--max-tokens", type=int)
+        p.add_argument("--max-tokens", type=_positive, help="the answer's token limit")
+        p.add_argument(
+            "--param",
+            "-p",
+            action="append",
+            type=_param,
+            default=[],
+            metavar="NAME=VALUE",
+            help="a request body field, e.g. -p temperature=0.2 (VALUE is read as JSON when it parses)",
+        )
         p.add_argument("--offline", action="store_true", help="use the embedded provider's imitation of the preset")
         p.add_argument("--record", metavar="FILE", help="save the stream as a recording for replay")
 
@@ -85,15 +118,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one command; a user's mistake (a bad option, a missing file, a busy port) is one
+    line on stderr and exit status 2, never a traceback."""
     args = _parser().parse_args(argv)
-    if args.command == "serve":
-        from .server import serve_forever
+    try:
+        return _run(args)
+    except (ValueError, OSError) as exc:
+        print(f"streamwidgets {args.command}: {_plain(exc)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `streamwidgets ask ... | head`: the reader left, nothing to say
+        return 1
 
-        print(f"streamwidgets embedded provider on http://{args.host}:{args.port}/v1 (Ctrl+C stops it)", flush=True)
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        from .server import DemoServer
+
+        server = DemoServer(args.host, args.port).start()  # bind first: announce only a real server
+        print(f"streamwidgets embedded provider on {server.base_url} (Ctrl+C stops it)", flush=True)
         try:
-            serve_forever(args.host, args.port)
-        except KeyboardInterrupt:
-            pass
+            with contextlib.suppress(KeyboardInterrupt):
+                threading.Event().wait()
+        finally:
+            server.stop()
         return 0
     if args.command == "providers":
         for p in PROVIDERS.values():
@@ -104,6 +151,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return anyio.run(_replay, args)
     prompt = QUICKSTART_PROMPT if args.command == "demo" else args.prompt
     if prompt == "-":
-        prompt = sys.stdin.read()
+        prompt = sys.stdin.read().strip()
+        if not prompt:
+            raise ValueError("no question arrived on standard input")
     return anyio.run(_ask, args, prompt)
 
+
+def _plain(exc: BaseException) -> str:
+    """An OS error in words (`[Errno 98] Address already in use` says less than it could)."""
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file: {exc.filename}"
+    if isinstance(exc, IsADirectoryError):
+        return f"{exc.filename} is a folder, not a file"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename}"
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return "that port is already in use (another server runs there): pass --port with a free one"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    return str(exc)

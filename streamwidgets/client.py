@@ -10,9 +10,10 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import anyio
 import httpx
@@ -22,9 +23,9 @@ from .dialects import Dialect, Normalizer, dialect_class
 from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
 from .events import ErrorEvent, Event, Terminator, TextDelta
+from .feed import Feed, Item, StreamBroke, drain
 from .providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from .recording import Recorder
-from .feed import Feed, Item, StreamBroke, drain
 from .sse import ServerSentEvent
 from .state import StreamState, joined_text
 
@@ -221,7 +222,7 @@ async def stream_into(
     *,
     notify: Optional[Notify] = None,
     client: Optional[httpx.AsyncClient] = None,
-    record: Union[str, "os.PathLike[str]", None] = None,
+    record: Union[str, os.PathLike[str], None] = None,
 ) -> StreamState:
     """Stream `request` into `state`, calling `notify()` after each batch of events.
 
@@ -283,7 +284,9 @@ async def _response_items(
                 yield chunk
     except httpx.TimeoutException as exc:
         if isinstance(exc, httpx.ConnectTimeout):
-            yield [ErrorEvent(f"Could not connect to {_where(request)} within {_CONNECT_TIMEOUT:g} s.", "connect_timeout")]
+            yield [
+                ErrorEvent(f"Could not connect to {_where(request)} within {_CONNECT_TIMEOUT:g} s.", "connect_timeout")
+            ]
             return
         raise StreamBroke(
             f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled)."
@@ -308,7 +311,9 @@ def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> lis
             events.append(Terminator())
         return events
     summary = summarize_body(body.decode("utf-8", "replace").strip()) or "an empty body"
-    return [ErrorEvent(f"Expected an event stream but got {content_type or 'no content type'}: {summary}", "not_a_stream")]
+    return [
+        ErrorEvent(f"Expected an event stream but got {content_type or 'no content type'}: {summary}", "not_a_stream")
+    ]
 
 
 async def _read_limited(response: httpx.Response) -> bytes:
@@ -353,7 +358,7 @@ async def arun(
     *,
     raise_on_error: bool = False,
     notify: Optional[Notify] = None,
-    record: Union[str, "os.PathLike[str]", None] = None,
+    record: Union[str, os.PathLike[str], None] = None,
     **options: Any,
 ) -> StreamState:
     """Stream one answer and return its final state (scripts, tests, headless use).

@@ -1,6 +1,6 @@
 """Reading provider error objects, and the exceptions raised for callers that ask for them.
 
-Every provider wraps errors differently (formats.md, "Errors"); this module turns any of those
+Every provider wraps errors differently (`docs/wire-formats.md`, "Errors"); this module turns any of those
 envelopes — inside a stream or as the body of a non-2xx response — into one `ErrorEvent`.
 """
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._json import loads
 from .events import ErrorEvent
@@ -70,9 +71,7 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
     return ErrorEvent(_one_line(message), code, http_status, retry_after)
 
 
-def error_from_http(
-    status: int, body: bytes, headers: Optional[Mapping[str, str]] = None
-) -> ErrorEvent:
+def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str]] = None) -> ErrorEvent:
     """A readable error from a non-2xx response: its JSON envelope, or a one-line summary of the body."""
     retry_after = retry_after_seconds((headers or {}).get("retry-after"))
     text = body.decode("utf-8", "replace").strip()
@@ -123,7 +122,7 @@ def _one_line(text: str, limit: int = 500) -> str:
 class StreamError(Exception):
     """Raised by `run(..., raise_on_error=True)` when a stream ends in an error; keeps the state."""
 
-    def __init__(self, state: "StreamState") -> None:
+    def __init__(self, state: StreamState) -> None:
         self.state = state
         super().__init__(state.message)
 

@@ -71,6 +71,10 @@ class SourcesFound:
     sources: tuple[Source, ...]
 
 
+#: What groups a call's fragments: an index or id from the wire, or a tuple the dialect made up.
+ToolCallKey = Union[int, str, tuple[Union[int, str], ...]]
+
+
 @dataclass(slots=True)
 class ToolCallDelta:
     """A fragment of a client-executed tool call.
@@ -80,7 +84,7 @@ class ToolCallDelta:
     the fragment that carries them; `arguments` is appended verbatim.
     """
 
-    key: Union[int, str]
+    key: ToolCallKey
     id: Optional[str] = None
     name: Optional[str] = None
     arguments: str = ""

@@ -11,7 +11,8 @@ cancel, which closes the state as cancelled and propagates.
 from __future__ import annotations
 
 import time
-from typing import AsyncIterable, Callable, Optional, Sequence, Union
+from collections.abc import AsyncIterable, Callable, Sequence
+from typing import Optional, Union
 
 from .dialects import Normalizer
 from .events import ErrorEvent, Event, Terminator

@@ -18,9 +18,10 @@ from __future__ import annotations
 import html
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
@@ -28,6 +29,7 @@ from markdown_it.rules_block import StateBlock
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from mdit_py_plugins.tasklists import tasklists_plugin
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import Token as PygmentsToken
 from pygments.token import _TokenType
@@ -202,12 +204,9 @@ def _build_pygments_css() -> str:
     dark_selector = ",".join(f"{context} {scope}" for context in _DARK_CONTEXTS)
     # The pieces of a still-open fence follow each other without a seam.
     chunk = (
-        f"{scope} pre.{CODE_CHUNK_CLASS}"
-        "{margin-top:0;margin-bottom:0;padding-top:0;padding-bottom:0;border-radius:0}"
+        f"{scope} pre.{CODE_CHUNK_CLASS}{{margin-top:0;margin-bottom:0;padding-top:0;padding-bottom:0;border-radius:0}}"
     )
-    return "\n".join(
-        [f"{scope}{{{';'.join(light)}}}", f"{dark_selector}{{{';'.join(dark)}}}", *rules, chunk]
-    )
+    return "\n".join([f"{scope}{{{';'.join(light)}}}", f"{dark_selector}{{{';'.join(dark)}}}", *rules, chunk])
 
 
 #: CSS for code blocks (colours, open-fence pieces), scoped to `.sw-md`; inject it once per page.
@@ -220,13 +219,20 @@ def _role(ttype: _TokenType) -> Optional[str]:
     return _ROLE_OF[ttype]
 
 
+@lru_cache(maxsize=64)
+def _lexer(lang: str) -> Optional[Lexer]:
+    """Pygments' lexer for a fence's language, or None. Looked up once per language: the lookup
+    scans every lexer's aliases and cost more than highlighting a short block."""
+    try:
+        return get_lexer_by_name(lang, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
 def _highlight(code: str, lang: str, _attrs: str) -> str:
     """markdown-it's `highlight` option: spans with role classes, or "" to have it escape."""
-    if not lang:
-        return ""
-    try:
-        lexer = get_lexer_by_name(lang, stripnl=False, ensurenl=False)
-    except ClassNotFound:
+    lexer = _lexer(lang) if lang else None
+    if lexer is None:
         return ""
     out: list[str] = []
     pending: list[str] = []
@@ -318,8 +324,10 @@ def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: Any, en
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env)
     src = escape_html(str(token.attrGet("src") or ""))
-    return (f'<a href="{src}" target="_blank" rel="noopener noreferrer" class="sw-image-link">'
-            f"[image: {escape_html(alt) or 'untitled'}]</a>")
+    return (
+        f'<a href="{src}" target="_blank" rel="noopener noreferrer" class="sw-image-link">'
+        f"[image: {escape_html(alt) or 'untitled'}]</a>"
+    )
 
 
 class _SafeMarkdownIt(MarkdownIt):
@@ -654,18 +662,14 @@ class IncrementalMarkdown:
             self._rewind(min(affected))
 
         groups = _top_level_groups(tokens)
-        definitions = [
-            ref["map"] for label, ref in env["references"].items() if label not in self._refs
-        ]
+        definitions = [ref["map"] for label, ref in env["references"].items() if label not in self._refs]
         definitions += [ref["map"] for ref in env.get("duplicate_refs", ())]
         count = len(groups) if final else self._count_final(groups, state, complete, definitions)
         base = self._boundary
         for group in groups[:count]:
             html_text, lookups = self._render(group.tokens, refs)
             defined = {
-                label: ref
-                for label, ref in refs.items()
-                if label not in self._refs and ref["map"][1] <= group.end
+                label: ref for label, ref in refs.items() if label not in self._refs and ref["map"][1] <= group.end
             }
             index = len(self._blocks)
             end = base + min(state.eMarks[group.end - 1] + 1, len(src))
@@ -718,9 +722,7 @@ class IncrementalMarkdown:
         return count
 
     @staticmethod
-    def _may_still_grow(
-        group: _Group, state: StateBlock, complete: int, definitions: list[list[int]]
-    ) -> bool:
+    def _may_still_grow(group: _Group, state: StateBlock, complete: int, definitions: list[list[int]]) -> bool:
         """A reference definition ending a quote or list item can take in the lines after it.
 
         Its title (or label, or destination) may continue on the next lines, read lazily up to
@@ -767,9 +769,7 @@ class IncrementalMarkdown:
         rendered: str = self._md.renderer.render(tokens[:1], self._md.options, {})
         return f'<pre class="{CODE_CHUNK_CLASS}">' + rendered[len("<pre>") :]
 
-    def _render(
-        self, tokens: list[Token], refs: dict[str, dict[str, Any]]
-    ) -> tuple[str, frozenset[str]]:
+    def _render(self, tokens: list[Token], refs: dict[str, dict[str, Any]]) -> tuple[str, frozenset[str]]:
         """Run the core rules after `block` on some top-level blocks, then render them."""
         recorder = _LookupRecorder(refs)
         env: dict[str, Any] = {"references": recorder, "citations": self._citations}

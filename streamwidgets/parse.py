@@ -7,7 +7,8 @@ exactly the state the live stream gave.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, Union
+from collections.abc import Iterable
+from typing import Optional, Union
 
 from .dialects import Normalizer
 from .feed import Feed, Item
@@ -59,7 +60,7 @@ def parse(
     return feed.end(RECORDING_ENDED)
 
 
-def _read_file(path: Union[str, "os.PathLike[str]"]) -> Iterable[bytes]:
+def _read_file(path: Union[str, os.PathLike[str]]) -> Iterable[bytes]:
     with open(path, "rb") as f:
         while chunk := f.read(_READ_SIZE):
             yield chunk

@@ -18,8 +18,9 @@ import json
 import os
 import re
 import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .dialects import Normalizer
 from .errors import error_from_http
@@ -66,17 +67,19 @@ class Recording:
 class Recorder:
     """Writes a recording while `stream_into` streams (one line per network read, flushed)."""
 
-    def __init__(self, path: PathLike, request: "StreamRequest") -> None:
-        self._file = open(path, "w", encoding="utf-8")
+    def __init__(self, path: PathLike, request: StreamRequest) -> None:
+        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
         self._start = time.monotonic()
-        self._write({
-            "streamwidgets_recording": 1,
-            "provider": request.provider.name,
-            "api": request.api,
-            "model": request.model,
-            "base_url": request.base_url,
-            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        })
+        self._write(
+            {
+                "streamwidgets_recording": 1,
+                "provider": request.provider.name,
+                "api": request.api,
+                "model": request.model,
+                "base_url": request.base_url,
+                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
 
     def chunk(self, data: bytes) -> None:
         self._write({"t": self._elapsed(), "data": base64.b64encode(data).decode("ascii")})

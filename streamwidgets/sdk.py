@@ -9,7 +9,8 @@ loop stays free and Cancel still closes the connection (by closing the SDK strea
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Optional
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Optional
 
 import anyio
 

@@ -7,8 +7,9 @@ events give the same state, however the bytes that carried them were chunked.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Optional, Union, get_args
+from typing import Literal, Optional, Union, get_args
 
 from .events import (
     ErrorEvent,
@@ -24,6 +25,7 @@ from .events import (
     Terminator,
     TextDelta,
     ToolCallDelta,
+    ToolCallKey,
     Usage,
     UsageReport,
 )
@@ -159,7 +161,7 @@ class StreamState:
         self._text_len = 0
         self._reasoning_len = 0
         self._source_urls: set[str] = set()
-        self._tool_keys: dict[Union[int, str], ToolCall] = {}
+        self._tool_keys: dict[ToolCallKey, ToolCall] = {}
         self._closed = False
 
     # ------------------------------------------------------------------ reading
@@ -201,8 +203,9 @@ class StreamState:
     @property
     def phase(self) -> Phase:
         """What a person would say is happening: waiting, thinking, answering, or the final status."""
-        if self.done:
-            return self.status
+        status = self.status
+        if status == "complete" or status == "incomplete" or status == "error" or status == "cancelled":
+            return status
         if self._text_len or self.tool_calls or self.refusal:
             return "answering"
         if self._reasoning_len:
@@ -305,48 +308,47 @@ class StreamState:
         self.version += 1
         if now is not None:
             self.last_event_at = now
-        kind = type(event)
-        if kind is TextDelta:
-            text = event.text  # type: ignore[union-attr]
+        # `type(...) is` rather than isinstance: the events are final classes, and TextDelta
+        # (the hot path) is decided by the first comparison.
+        if type(event) is TextDelta:
+            text = event.text
             if text:
                 self._text.append(text)
                 self._text_len += len(text)
                 if now is not None or self.status == "waiting":
                     self._token(now)
-        elif kind is ReasoningDelta:
-            if event.text:  # type: ignore[union-attr]
-                self._reasoning.append(event.text)  # type: ignore[union-attr]
-                self._reasoning_len += len(event.text)  # type: ignore[union-attr]
+        elif type(event) is ReasoningDelta:
+            if event.text:
+                self._reasoning.append(event.text)
+                self._reasoning_len += len(event.text)
                 self._token(now)
-        elif kind is Heartbeat:
+        elif type(event) is Heartbeat:
             self.heartbeats += 1
-        elif kind is UsageReport:
-            self.usage = event.usage  # type: ignore[union-attr]
-        elif kind is ToolCallDelta:
-            self._tool(event, now)  # type: ignore[arg-type]
-        elif kind is SourcesFound:
-            for source in event.sources:  # type: ignore[union-attr]
+        elif type(event) is UsageReport:
+            self.usage = event.usage
+        elif type(event) is ToolCallDelta:
+            self._tool(event, now)
+        elif type(event) is SourcesFound:
+            for source in event.sources:
                 if source.url not in self._source_urls:
                     self._source_urls.add(source.url)
                     self.sources.append(source)
-        elif kind is Finish:
-            self.finish_reason = event.reason  # type: ignore[union-attr]
-        elif kind is Terminator:
+        elif type(event) is Finish:
+            self.finish_reason = event.reason
+        elif type(event) is Terminator:
             self.terminated = True
-        elif kind is ErrorEvent:
+        elif type(event) is ErrorEvent:
             if self.error is None:  # the first error is the cause; later ones are echoes
-                self.error = StreamErrorInfo(
-                    event.message, event.code, event.http_status, event.retry_after  # type: ignore[union-attr]
-                )
-        elif kind is RefusalDelta:
-            if event.text:  # type: ignore[union-attr]
-                self.refusal = (self.refusal or "") + event.text  # type: ignore[union-attr]
+                self.error = StreamErrorInfo(event.message, event.code, event.http_status, event.retry_after)
+        elif type(event) is RefusalDelta:
+            if event.text:
+                self.refusal = (self.refusal or "") + event.text
                 self._token(now)
-        elif kind is Started:
-            self.model = event.model or self.model  # type: ignore[union-attr]
-            self.response_id = event.response_id or self.response_id  # type: ignore[union-attr]
-        elif kind is Problem:
-            self.warnings.append(event.message)  # type: ignore[union-attr]
+        elif type(event) is Started:
+            self.model = event.model or self.model
+            self.response_id = event.response_id or self.response_id
+        elif type(event) is Problem:
+            self.warnings.append(event.message)
 
     def note(self, message: str) -> None:
         """Keep a warning even after the end (a view that failed to draw, a late surprise)."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from . import formatting
 from .formatting import STATUS_WORDS
@@ -90,4 +91,3 @@ class TerminalPrinter:
             self._out.write(printable(state.text[self._written :]))
             self._written = state.text_length
             self._out.flush()
-

@@ -13,7 +13,7 @@ import pytest
 import streamwidgets as sw
 from streamwidgets.client import Chat, Secret, arun, astream, continue_request, make_request, run, stream_into
 from streamwidgets.errors import HTTPStatusError, IncompleteStreamError, StreamError
-from streamwidgets.events import TextDelta, Terminator
+from streamwidgets.events import Terminator, TextDelta
 from streamwidgets.server import DemoServer
 from streamwidgets.state import StreamState
 
@@ -290,8 +290,9 @@ def test_request_body_per_api(server):
     assert chat["max_tokens"] == 50 and chat["temperature"] == 0.2
     responses = req(server, api="responses", max_tokens=50).body()
     assert responses["input"][0]["role"] == "user" and responses["max_output_tokens"] == 50
-    messages = make_request([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
-                            provider="anthropic", api_key=SENTINEL)
+    messages = make_request(
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], provider="anthropic", api_key=SENTINEL
+    )
     body, headers = messages.body(), messages.headers()
     assert body["system"] == "S" and body["messages"] == [{"role": "user", "content": "U"}]
     assert body["max_tokens"] > 0
@@ -344,7 +345,12 @@ def test_record_then_parse_and_replay_give_the_same_state(server, tmp_path):
     assert (meta["provider"], meta["api"], meta["model"]) == ("custom", "chat", "demo-search")
     assert recording_meta(b"data: x\n\n") == {}
     for other in (parsed, replayed):
-        assert (other.text, other.sources, other.usage, other.status) == (live.text, live.sources, live.usage, "complete")
+        assert (other.text, other.sources, other.usage, other.status) == (
+            live.text,
+            live.sources,
+            live.usage,
+            "complete",
+        )
 
 
 def test_openai_sdk_streams_go_through_the_same_state(server):
@@ -353,9 +359,13 @@ def test_openai_sdk_streams_go_through_the_same_state(server):
 
     async def main():
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key=SENTINEL)
-        stream = await client.chat.completions.create(model="demo-search", messages=[{"role": "user", "content": "SSE?"}],
-                                                      stream=True, stream_options={"include_usage": True},
-                                                      extra_body=FAST)
+        stream = await client.chat.completions.create(
+            model="demo-search",
+            messages=[{"role": "user", "content": "SSE?"}],
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_body=FAST,
+        )
         state = await sdk_into(stream, StreamState())
         rstream = await client.responses.create(model="demo-reasoning", input="SSE?", stream=True, extra_body=FAST)
         rstate = await sdk_into(rstream, StreamState())
@@ -368,8 +378,13 @@ def test_openai_sdk_streams_go_through_the_same_state(server):
     assert rstate.status == "complete" and rstate.reasoning
 
     sync = openai.OpenAI(base_url=server.base_url, api_key=SENTINEL)
-    stream = sync.chat.completions.create(model="demo", messages=[{"role": "user", "content": "SSE?"}], stream=True,
-                                          stream_options={"include_usage": True}, extra_body=FAST)
+    stream = sync.chat.completions.create(
+        model="demo",
+        messages=[{"role": "user", "content": "SSE?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body=FAST,
+    )
     synced = go(sdk_into(stream, StreamState()))
     sync.close()
     plain = go(arun(req(server, model="demo", prompt="SSE?")))
@@ -382,15 +397,25 @@ def test_anthropic_sdk_stream_goes_through_the_same_state(server):
 
     async def main():
         client = anthropic.AsyncAnthropic(base_url=server.url, api_key=SENTINEL)
-        stream = await client.messages.create(model="demo-reasoning", max_tokens=1024, stream=True, extra_body=FAST,
-                                              messages=[{"role": "user", "content": "SSE?"}])
+        stream = await client.messages.create(
+            model="demo-reasoning",
+            max_tokens=1024,
+            stream=True,
+            extra_body=FAST,
+            messages=[{"role": "user", "content": "SSE?"}],
+        )
         state = await sdk_into(stream, StreamState())
         await client.close()
         return state
 
     state = go(main())
     ours = go(arun(req(server, api="messages", model="demo-reasoning", prompt="SSE?")))
-    assert (state.status, state.text, state.reasoning, state.usage) == ("complete", ours.text, ours.reasoning, ours.usage)
+    assert (state.status, state.text, state.reasoning, state.usage) == (
+        "complete",
+        ours.text,
+        ours.reasoning,
+        ours.usage,
+    )
 
 
 def test_sync_sdk_stream_cancel_closes_it(server):
@@ -401,8 +426,12 @@ def test_sync_sdk_stream_cancel_closes_it(server):
 
     async def main():
         before = len(server.connections)
-        stream = client.chat.completions.create(model="demo-long", messages=[{"role": "user", "content": "x"}],
-                                                stream=True, extra_body={"demo": {"tokens_per_second": 100}})
+        stream = client.chat.completions.create(
+            model="demo-long",
+            messages=[{"role": "user", "content": "x"}],
+            stream=True,
+            extra_body={"demo": {"tokens_per_second": 100}},
+        )
         state = StreamState()
         task = asyncio.get_running_loop().create_task(sdk_into(stream, state))
         while state.text_length < 20:
@@ -440,8 +469,20 @@ def test_not_a_stream_json_answer_is_still_read():
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
-            body = json.dumps({"id": "x", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Whole answer."}, "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
+            body = json.dumps(
+                {
+                    "id": "x",
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "Whole answer."},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -459,7 +500,12 @@ def test_not_a_stream_json_answer_is_still_read():
     finally:
         httpd.shutdown()
         httpd.server_close()
-    assert (state.status, state.text, state.usage.total_tokens, state.finish_reason) == ("complete", "Whole answer.", 5, "stop")
+    assert (state.status, state.text, state.usage.total_tokens, state.finish_reason) == (
+        "complete",
+        "Whole answer.",
+        5,
+        "stop",
+    )
 
 
 def test_httpx_is_really_used_over_loopback(server):

@@ -13,15 +13,18 @@ import queue
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from streamwidgets.server import DemoServer
+
+pytestmark = pytest.mark.kernel
 
 SENTINEL = "sk-test-SENTINEL-0123456789abcdef"
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
@@ -181,7 +184,7 @@ def test_the_saved_output_carries_the_answer_and_never_the_key(kernel: Kernel):
     assert len(updates) == 2
     [answer] = [u["data"] for u in updates if u["data"]["text/markdown"].startswith(states[2])]
     assert WIDGET_MIMETYPE in answer and "<p>" in answer["text/html"]
-    assert answer["text/markdown"][len(states[2]):].startswith("\n\n*demo · done · ")
+    assert answer["text/markdown"][len(states[2]) :].startswith("\n\n*demo · done · ")
 
 
 def test_views_placed_by_hand_with_display_false(kernel: Kernel):
@@ -202,8 +205,12 @@ def test_views_placed_by_hand_with_display_false(kernel: Kernel):
     time.sleep(0.3)
     while kernel.pump(0.1):
         pass
-    assert not [m for t, m in kernel.log if m["msg_type"] == "update_display_data"
-                and m["parent_header"].get("msg_id") == outputs[0]["parent_header"].get("msg_id")]
+    assert not [
+        m
+        for t, m in kernel.log
+        if m["msg_type"] == "update_display_data"
+        and m["parent_header"].get("msg_id") == outputs[0]["parent_header"].get("msg_id")
+    ]
 
 
 # ----------------------------------------------------------------------------- cancel
@@ -330,7 +337,9 @@ def test_the_chat_panel_sends_on_enter_and_keeps_the_history(kernel: Kernel):
     history = kernel.value("[m['role'] for m in panel.messages] + [panel.input.value, panel.send_button.disabled]")
     assert history == ["user", "assistant", "", False]
     kernel.execute("second = panel.send('And in Python?')")
-    roles = kernel.value("[(await second).status] + [m['role'] for m in panel.messages] + [len(second.request.messages)]")
+    roles = kernel.value(
+        "[(await second).status] + [m['role'] for m in panel.messages] + [len(second.request.messages)]"
+    )
     assert roles == ["complete", "user", "assistant", "user", "assistant", 3]
 
 
@@ -366,7 +375,11 @@ def test_a_recording_replays_in_the_same_view_at_its_pace(kernel: Kernel, tmp_pa
             await asyncio.sleep(0.05)
         """
     )
-    assert kernel.value("[stopped.cancel(), (await stopped).status, bool(stopped.state.text)]") == [True, "cancelled", True]
+    assert kernel.value("[stopped.cancel(), (await stopped).status, bool(stopped.state.text)]") == [
+        True,
+        "cancelled",
+        True,
+    ]
 
 
 # ----------------------------------------------------------------------------- outside a kernel
@@ -379,8 +392,9 @@ def test_outside_a_kernel_show_prints_plain_text_and_returns_a_finished_handle(d
     import streamwidgets.widgets as sw
 
     out = io.StringIO()
-    handle = sw.show("Explain the water cycle", model="demo", base_url=demo_server.base_url, out=out,
-                     demo={"tokens_per_second": 0})
+    handle = sw.show(
+        "Explain the water cycle", model="demo", base_url=demo_server.base_url, out=out, demo={"tokens_per_second": 0}
+    )
     assert isinstance(handle, sw.StreamHandle) and handle.done and handle.view is None
     state = handle.state
     assert state.status == "complete" and asyncio.run(_awaited(handle)) is state
@@ -451,8 +465,9 @@ def test_with_a_running_loop_but_no_kernel_show_returns_a_handle_that_prints(dem
     out = io.StringIO()
 
     async def main() -> tuple[object, str]:
-        handle = sw.show("Explain Unicode", model="demo", base_url=demo_server.base_url, out=out,
-                         demo={"tokens_per_second": 0})
+        handle = sw.show(
+            "Explain Unicode", model="demo", base_url=demo_server.base_url, out=out, demo={"tokens_per_second": 0}
+        )
         assert isinstance(handle, sw.StreamHandle) and handle.view is None
         state = await handle
         return state, out.getvalue()

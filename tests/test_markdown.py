@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,7 +36,6 @@ from streamwidgets.markdown import (
 FIXTURES = sorted((Path(__file__).parent / "markdown_fixtures").glob("*.md"))
 FIXTURE_TEXTS = {path.stem: path.read_text(encoding="utf-8") for path in FIXTURES}
 WORDS_RE = re.compile(r"\s*\S+|\s+")
-
 
 
 def slow(examples: int) -> settings:
@@ -145,7 +145,8 @@ def test_text_with_nul_and_lone_carriage_returns() -> None:
 
 HARD_CASES = {
     "later reference definition changes earlier links": (
-        "See [the docs] and [Docs][the docs] and ![logo].\n\n" + "Filler paragraph.\n\n" * 4
+        "See [the docs] and [Docs][the docs] and ![logo].\n\n"
+        + "Filler paragraph.\n\n" * 4
         + "[the docs]: https://example.com/docs 'Docs'\n[logo]: https://example.com/logo.png\n"
     ),
     "definition typed then broken by trailing garbage": "[a] and [b]\n\n[a]: /u 'title' garbage\n[b]: /v\n",
@@ -156,7 +157,9 @@ HARD_CASES = {
     "list becomes loose": "- a\n- b\n- c\n\n- d\n\npara\n",
     "loose by inner paragraph": "1. one\n2. two\n\n   more\n3. three\n",
     "lazy continuation": "> quote\nlazy line\n\n- item\nlazy item line\n\npara\n",
-    "table grows row by row": "intro\n\n| a | b |\n|---|:-:|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(12)) + "\nafter\n",
+    "table grows row by row": "intro\n\n| a | b |\n|---|:-:|\n"
+    + "".join(f"| {i} | {i * i} |\n" for i in range(12))
+    + "\nafter\n",
     "table interrupts a paragraph": "line one\n| h1 | h2 |\n| --- | --- |\n| c | d |\n",
     "html blocks are escaped": "<div>\n<script>alert(1)</script>\n</div>\n\n<p onclick=x>hi</p>\n",
     "block quotes": "> a\n> > b\n> c\n\n> d\n\ne\n> f\n",
@@ -268,9 +271,31 @@ def test_unchanged_text_gives_an_empty_patch_and_finish_is_final() -> None:
 _INLINE = st.lists(
     st.one_of(
         st.sampled_from(
-            ["alpha", "beta", "x", "foo", "[foo]", "[Foo][]", "[l](/u)", "`c`", "*e*", "**s**",
-             "_u_", "~~d~~", "a*b", "<b>", "&amp;", "\\*", "[1]", "[2]", "ü", "日本", "<http://a.b>",
-             "![i](/p.png)", "[x][bar]"]
+            [
+                "alpha",
+                "beta",
+                "x",
+                "foo",
+                "[foo]",
+                "[Foo][]",
+                "[l](/u)",
+                "`c`",
+                "*e*",
+                "**s**",
+                "_u_",
+                "~~d~~",
+                "a*b",
+                "<b>",
+                "&amp;",
+                "\\*",
+                "[1]",
+                "[2]",
+                "ü",
+                "日本",
+                "<http://a.b>",
+                "![i](/p.png)",
+                "[x][bar]",
+            ]
         ),
         st.text(alphabet="*_`[]()#>-|!\\~<:&=+.1 ", min_size=1, max_size=4),
     ),
@@ -329,7 +354,14 @@ def _table(draw: st.DrawFn) -> str:
         "| " + " | ".join(draw(st.sampled_from(["a", "b c", "`|`", "\\|", "*e*", ""])) for _ in range(cols)) + " |"
         for _ in range(draw(st.integers(1, 4)))
     ]
-    delimiter = "|" + "|".join(draw(st.sampled_from(["---", ":-", "-:", ":-:"])) for _ in range(draw(st.sampled_from([cols, cols, cols + 1])))) + "|"
+    delimiter = (
+        "|"
+        + "|".join(
+            draw(st.sampled_from(["---", ":-", "-:", ":-:"]))
+            for _ in range(draw(st.sampled_from([cols, cols, cols + 1])))
+        )
+        + "|"
+    )
     return "\n".join([rows[0], delimiter, *rows[1:]])
 
 
@@ -351,7 +383,13 @@ def _refdef(draw: st.DrawFn) -> str:
 
 
 _BLOCK = st.one_of(
-    _paragraph(), _heading(), _list(), _fence(), _table(), _quote(), _refdef(),
+    _paragraph(),
+    _heading(),
+    _list(),
+    _fence(),
+    _table(),
+    _quote(),
+    _refdef(),
     st.sampled_from(["---", "***", "- - -", "    indented code", "<div>\nraw html\n</div>", "", ">", "-", "1."]),
     st.text(alphabet="*_`[]()#>-|=~:!\\ 1.\t", max_size=10),
 )
@@ -361,7 +399,7 @@ _BLOCK = st.one_of(
 def markdown_documents(draw: st.DrawFn) -> str:
     blocks = draw(st.lists(_BLOCK, min_size=1, max_size=8))
     separators = draw(st.lists(st.sampled_from(["\n", "\n\n", "\n\n\n"]), min_size=len(blocks), max_size=len(blocks)))
-    return "".join(b + s for b, s in zip(blocks, separators))[: -1 if draw(st.booleans()) else None]
+    return "".join(b + s for b, s in zip(blocks, separators, strict=True))[: -1 if draw(st.booleans()) else None]
 
 
 @slow(250)
@@ -375,7 +413,9 @@ def test_random_documents_stream_exactly(text: str, sizes: list[int]) -> None:
 @given(
     text=markdown_documents(),
     group=st.lists(st.integers(1, 4), min_size=1, max_size=10),
-    urls=st.lists(st.sampled_from(["https://a.example/1", "http://b.example/2", "javascript:x", "ftp://c"]), max_size=4),
+    urls=st.lists(
+        st.sampled_from(["https://a.example/1", "http://b.example/2", "javascript:x", "ftp://c"]), max_size=4
+    ),
 )
 def test_random_documents_with_citations_stream_exactly(text: str, group: list[int], urls: list[str]) -> None:
     im = stream(text, word_cuts(text, group), citations=urls, check_exact=True)
@@ -383,10 +423,49 @@ def test_random_documents_with_citations_stream_exactly(text: str, group: list[i
 
 
 _LINE_SOUP = [
-    "[a]: /u", "[a]:", "/dest", "[a]", "'t'", '"t', 't"', "(t", "t)", "", "> [b]: /v", "> [b]:", ">",
-    "> - x", "- [a]: /w", "- [c]", "[b]", "   ```", "```", "~~~", "| x | y |", "|-|-|", "x | y", "para",
-    "===", "---", "  - item", "1. x", "2) y", "    code", "[a", "b]: /w", "[a b]", "> > q", "  > q",
-    "* * *", "# h", "<div>", "\t- t", "- ", "1.", "> | t |", "> |---|",
+    "[a]: /u",
+    "[a]:",
+    "/dest",
+    "[a]",
+    "'t'",
+    '"t',
+    't"',
+    "(t",
+    "t)",
+    "",
+    "> [b]: /v",
+    "> [b]:",
+    ">",
+    "> - x",
+    "- [a]: /w",
+    "- [c]",
+    "[b]",
+    "   ```",
+    "```",
+    "~~~",
+    "| x | y |",
+    "|-|-|",
+    "x | y",
+    "para",
+    "===",
+    "---",
+    "  - item",
+    "1. x",
+    "2) y",
+    "    code",
+    "[a",
+    "b]: /w",
+    "[a b]",
+    "> > q",
+    "  > q",
+    "* * *",
+    "# h",
+    "<div>",
+    "\t- t",
+    "- ",
+    "1.",
+    "> | t |",
+    "> |---|",
 ]
 
 
@@ -421,7 +500,7 @@ def test_closing_fence_detection_agrees_with_markdown_it(markup: str, line: str)
 
 def test_citation_markers_link_to_their_sources() -> None:
     text = "Claim [1], another [2], out of range [3], zero [0], escaped \\[1], code `[1]`, link [t [1]](/x)."
-    out = render_markdown(text, ["https://a.example/?q=\"x\"&y=1", "javascript:alert(1)"])
+    out = render_markdown(text, ['https://a.example/?q="x"&y=1', "javascript:alert(1)"])
     assert out.count(f'class="{CITATION_CLASS}"') == 1
     assert 'href="https://a.example/?q=&quot;x&quot;&amp;y=1"' in out
     assert "[2]" in out and "javascript" not in out  # the unsafe source stays a plain marker
@@ -431,7 +510,7 @@ def test_citation_markers_link_to_their_sources() -> None:
 
 def test_citations_in_code_fences_and_real_reference_links_are_left_alone() -> None:
     out = render_markdown(FIXTURE_TEXTS["citations"], ["https://s.example/1", "https://s.example/2"])
-    assert "<pre><code class=\"language-text\">[2] inside a fence\n</code></pre>" in out
+    assert '<pre><code class="language-text">[2] inside a fence\n</code></pre>' in out
     assert 'href="https://www.nasa.gov/webb"' in out  # the [1]: definition makes [NASA][1] a link
     assert out.count('href="https://s.example/2"') == 2
 
@@ -455,11 +534,52 @@ def test_changing_citations_mid_stream_rerenders_from_the_first_changed_marker()
 
 _SAFE_SCHEMES = {"http", "https", "mailto"}
 _FORBIDDEN_TAGS = {
-    "script", "iframe", "object", "embed", "svg", "math", "style", "form", "base", "meta", "link",
-    "frame", "frameset", "applet", "template", "noscript", "textarea", "select", "button",
+    "script",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "math",
+    "style",
+    "form",
+    "base",
+    "meta",
+    "link",
+    "frame",
+    "frameset",
+    "applet",
+    "template",
+    "noscript",
+    "textarea",
+    "select",
+    "button",
 }
-_URL_ATTRIBUTES = {"href", "src", "action", "formaction", "srcset", "xlink:href", "data", "poster", "background", "cite"}
-_ALLOWED_ATTRIBUTES = {"href", "src", "alt", "title", "class", "style", "target", "rel", "type", "disabled", "checked", "start"}
+_URL_ATTRIBUTES = {
+    "href",
+    "src",
+    "action",
+    "formaction",
+    "srcset",
+    "xlink:href",
+    "data",
+    "poster",
+    "background",
+    "cite",
+}
+_ALLOWED_ATTRIBUTES = {
+    "href",
+    "src",
+    "alt",
+    "title",
+    "class",
+    "style",
+    "target",
+    "rel",
+    "type",
+    "disabled",
+    "checked",
+    "start",
+}
 
 
 class _Audit(HTMLParser):
@@ -536,7 +656,15 @@ def test_links_open_in_a_new_tab_without_opener() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["https://example.com/a?b=c", "http://example.com", "/relative/path", "docs/x.md#h", "#frag", "mailto:a@b.c", "//cdn.example/x"],
+    [
+        "https://example.com/a?b=c",
+        "http://example.com",
+        "/relative/path",
+        "docs/x.md#h",
+        "#frag",
+        "mailto:a@b.c",
+        "//cdn.example/x",
+    ],
 )
 def test_allowed_links(url: str) -> None:
     assert "<a href=" in render_markdown(f"[x]({url})")
@@ -544,7 +672,16 @@ def test_allowed_links(url: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["javascript:alert(1)", "vbscript:x", "data:image/png;base64,AAAA", "data:text/html,x", "file:///etc", "ftp://x.example", "chrome://settings", "jav%61script:x"],
+    [
+        "javascript:alert(1)",
+        "vbscript:x",
+        "data:image/png;base64,AAAA",
+        "data:text/html,x",
+        "file:///etc",
+        "ftp://x.example",
+        "chrome://settings",
+        "jav%61script:x",
+    ],
 )
 def test_refused_links_and_images(url: str) -> None:
     out = render_markdown(f"[x]({url}) ![y]({url})")
@@ -557,7 +694,10 @@ def test_code_fence_info_string_is_escaped_into_the_class() -> None:
 
 
 def test_escape_html() -> None:
-    assert escape_html("<a href=\"x\" title='y'>&</a>") == "&lt;a href=&quot;x&quot; title=&#x27;y&#x27;&gt;&amp;&lt;/a&gt;"
+    assert (
+        escape_html("<a href=\"x\" title='y'>&</a>")
+        == "&lt;a href=&quot;x&quot; title=&#x27;y&#x27;&gt;&amp;&lt;/a&gt;"
+    )
 
 
 @pytest.mark.parametrize(
@@ -590,7 +730,7 @@ def test_safe_url(url: object, expected: Optional[str]) -> None:
 def test_code_is_highlighted_with_classes_and_unknown_languages_are_plain() -> None:
     out = render_markdown("```python\nimport os  # c\nx = 'a<b'\n```\n\n```nosuchlang\n<tag> & \"q\"\n```")
     assert '<span class="k">import</span>' in out and '<span class="c"># c</span>' in out
-    assert '<span class="s">&#x27;a&lt;b&#x27;</span>' in out or '<span class="s">\'a&lt;b\'</span>' in out
+    assert '<span class="s">&#x27;a&lt;b&#x27;</span>' in out or "<span class=\"s\">'a&lt;b'</span>" in out
     assert "style=" not in out  # colours come from the stylesheet, not inline
     assert '<pre><code class="language-nosuchlang">&lt;tag&gt; &amp; &quot;q&quot;\n</code></pre>' in out
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any, Iterator
+from typing import Any
 
 import comm
 import ipywidgets as w
@@ -91,8 +92,19 @@ def answer(tokens: int) -> str:
     """A long realistic answer: the complete fixture documents, over and over."""
     parts = [
         FIXTURE_TEXTS[name]
-        for name in ("tutorial_answer", "big_mixed", "reasoning", "tables", "loose_lists", "code_fences",
-                     "blockquotes", "task_lists", "unicode", "citations", "emphasis_edge")
+        for name in (
+            "tutorial_answer",
+            "big_mixed",
+            "reasoning",
+            "tables",
+            "loose_lists",
+            "code_fences",
+            "blockquotes",
+            "task_lists",
+            "unicode",
+            "citations",
+            "emphasis_edge",
+        )
     ]
     out: list[str] = []
     count, i = 0, 0

@@ -16,8 +16,13 @@ from streamwidgets.sse import ServerSentEvent
 
 
 def chunk(content: str, **extra) -> bytes:
-    obj = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-           "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}], **extra}
+    obj = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+        **extra,
+    }
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
@@ -86,7 +91,12 @@ def test_one_mebibyte_data_line():
 
 
 def test_invalid_utf8_is_replaced_not_raised():
-    body = b'data: {"choices":[{"delta":{"content":"caf\xc3"}}]}\n\n' + b"data: " + b'{"choices":[{"delta":{"content":"\xff!"}}]}\n\n' + DONE
+    body = (
+        b'data: {"choices":[{"delta":{"content":"caf\xc3"}}]}\n\n'
+        + b"data: "
+        + b'{"choices":[{"delta":{"content":"\xff!"}}]}\n\n'
+        + DONE
+    )
     state = sw.parse(body)
     assert state.text == "caf\ufffd\ufffd!"
     assert state.status == "complete"
@@ -134,8 +144,7 @@ def test_done_without_blank_line_still_completes():
 def test_heartbeats_counted_from_comments_and_pings():
     state = sw.parse(b": keep-alive\n\n: ping - 2025-01-01\n\n" + GOOD + DONE)
     assert state.heartbeats == 2
-    msg = (b'event: ping\ndata: {"type": "ping"}\n\n'
-           b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    msg = b'event: ping\ndata: {"type": "ping"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
     assert sw.parse(msg).heartbeats == 1
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from streamwidgets import continue_request, make_request
+from streamwidgets.events import TextDelta
 from streamwidgets.providers import PROVIDERS
 from streamwidgets.state import StreamState
-from streamwidgets.events import TextDelta
 
 KEY = "sk-test-SENTINEL-0123456789abcdef"
 BEARER = ("Authorization", "Bearer " + KEY)
@@ -52,8 +52,9 @@ def test_the_table_covers_every_preset():
 
 def build(name, api, **kw):
     base = EXPECTED[name][0] if name == "demo" else None  # the demo preset would start the embedded server
-    return make_request(CONVERSATION, provider=name, api=api, api_key=KEY, model="m", base_url=base,
-                        offline=False, **kw)
+    return make_request(
+        CONVERSATION, provider=name, api=api, api_key=KEY, model="m", base_url=base, offline=False, **kw
+    )
 
 
 def key_count(request) -> int:
@@ -125,7 +126,10 @@ def test_include_usage_is_the_presets_default_and_can_be_turned_off():
     assert build("mistral", "chat", include_usage=True).body()["stream_options"] == {"include_usage": True}
     # a stream_options the caller writes out goes as written (vLLM's continuous usage)
     own = {"include_usage": True, "continuous_usage_stats": True}
-    assert make_request("hi", base_url="http://127.0.0.1:9/v1", model="m", stream_options=own).body()["stream_options"] == own
+    assert (
+        make_request("hi", base_url="http://127.0.0.1:9/v1", model="m", stream_options=own).body()["stream_options"]
+        == own
+    )
 
 
 def test_the_token_limit_is_sent_under_each_dialects_name():
@@ -146,7 +150,7 @@ def test_a_continuation_is_the_dialects_own(api):
     state.apply(TextDelta("Recursion is when a function calls itself. "))
     state.close()
     nxt = continue_request(request, state)
-    turns = nxt.messages[len(request.messages):]
+    turns = nxt.messages[len(request.messages) :]
     assert turns[0]["role"] == "assistant"
     if api == "messages":  # an assistant prefill, which may not end in white space
         assert turns == [{"role": "assistant", "content": "Recursion is when a function calls itself."}]

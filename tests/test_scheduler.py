@@ -1,7 +1,9 @@
 """The shared frame scheduler, measured on the messages widgets really send (a recording comm).
 
 Many views streaming at once must stay under the kernel-wide message budget and still each be
-drawn; a first token is drawn at once; the final state is always drawn.
+drawn; a first token is drawn at once; the final state is always drawn. They run on virtual
+time (`virtual_time.run_virtual`): a "three-second" stream takes milliseconds, and the frame
+rates measured are exact, not at the mercy of a busy machine.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import time
 from typing import Optional
 
 import pytest
+from virtual_time import run_virtual
+from widget_harness import Wire, play
 
 from streamwidgets.events import Heartbeat, Terminator, TextDelta
 from streamwidgets.state import StreamState
 from streamwidgets.widgets import FrameScheduler, StreamHandle, StreamView, scheduler_for
-from widget_harness import Wire, play
 
 
 class CountingView(StreamView):
@@ -41,7 +44,8 @@ def test_twenty_views_share_the_budget_and_each_is_drawn(monkeypatch):
 
     async def main() -> tuple[list[CountingView], list[StreamHandle], float]:
         scheduler = scheduler_for()
-        views = [CountingView(model=f"m{i}") for i in range(20)]
+        views = [CountingView(model=f"m{i}", clock=time.monotonic) for i in range(20)]
+        wire.messages.clear()  # making the views is not streaming (and takes no virtual time)
         started = time.monotonic()
         handles = [
             StreamHandle(lambda s, n: play(tokens(600), s, n, delay=0.003), view=view, scheduler=scheduler)
@@ -52,14 +56,14 @@ def test_twenty_views_share_the_budget_and_each_is_drawn(monkeypatch):
         assert scheduler.idle
         return views, handles, started
 
-    views, handles, started = asyncio.run(main())
+    views, handles, started = run_virtual(monkeypatch, main())
     duration = time.monotonic() - started
     assert duration > 1.5  # long enough for the per-second budget to matter
     peak = wire.max_in_window(1.0, since=started)
     assert peak <= 210, f"{peak} messages in one second"
     total = len([m for m in wire.messages if m.at >= started])
     assert total / duration <= 200
-    for view, handle in zip(views, handles):
+    for view, handle in zip(views, handles, strict=True):
         assert handle.state.status == "complete"
         assert "w599" in view.answer.html  # the final frame always comes
         live = [t for t, _ in view.frames if t < view.frames[-1][0]]
@@ -72,7 +76,7 @@ def test_a_view_alone_keeps_its_frame_rate_and_slow_parts_go_slower(monkeypatch)
     Wire().install(monkeypatch)
 
     async def main() -> tuple[CountingView, float]:
-        view = CountingView(model="m", max_fps=20, slow_fps=2)
+        view = CountingView(model="m", max_fps=20, slow_fps=2, clock=time.monotonic)
         header_values: list[str] = []
         view.header.widget.observe(lambda change: header_values.append(change["new"]), "value")
         started = time.monotonic()
@@ -82,19 +86,19 @@ def test_a_view_alone_keeps_its_frame_rate_and_slow_parts_go_slower(monkeypatch)
         assert len(header_values) <= duration * 2 + 4  # phases + the slow rate
         return view, duration
 
-    view, duration = asyncio.run(main())
-    assert 1.0 < duration
+    view, duration = run_virtual(monkeypatch, main())
+    assert duration > 1.0
     assert len(view.frames) <= duration * 20 + 3
     assert len(view.frames) >= duration * 10  # and it does use its frames
-    gaps = [b[0] - a[0] for a, b in zip(view.frames[1:], view.frames[2:-1])]
+    gaps = [b[0] - a[0] for a, b in zip(view.frames[1:], view.frames[2:-1], strict=False)]
     assert min(gaps) >= 0.045
 
 
-def test_the_first_token_is_drawn_at_once():
+def test_the_first_token_is_drawn_at_once(monkeypatch):
     async def main() -> None:
         scheduler = scheduler_for()
         state = StreamState()
-        view = StreamView(state)
+        view = StreamView(state, clock=time.monotonic)
         scheduler.add(view)
         state.apply(Heartbeat())
         scheduler.notify(view)  # a keep-alive right after the first frame waits its turn...
@@ -109,13 +113,13 @@ def test_the_first_token_is_drawn_at_once():
         state.close()
         await scheduler.finish(view)
 
-    asyncio.run(main())
+    run_virtual(monkeypatch, main())
 
 
-def test_the_final_state_is_always_drawn_even_without_budget():
+def test_the_final_state_is_always_drawn_even_without_budget(monkeypatch):
     async def main() -> None:
         scheduler = FrameScheduler(asyncio.get_running_loop(), max_messages_per_second=30, burst=5)
-        views = [StreamView() for _ in range(10)]
+        views = [StreamView(clock=time.monotonic) for _ in range(10)]
         for view in views:
             scheduler.add(view)
             view.state.apply(TextDelta("partial"))
@@ -130,15 +134,15 @@ def test_the_final_state_is_always_drawn_even_without_budget():
             assert "the end" in view.answer.html and "done" in view.header.widget.value
         assert scheduler.idle
 
-    asyncio.run(main())
+    run_virtual(monkeypatch, main())
 
 
-def test_the_live_clock_ticks_without_events_and_stops_when_idle():
+def test_the_live_clock_ticks_without_events_and_stops_when_idle(monkeypatch):
     async def main() -> None:
         scheduler = scheduler_for()
         state = StreamState(model="m")
         state.begin(time.monotonic())
-        view = StreamView(state)
+        view = StreamView(state, clock=time.monotonic)
         scheduler.add(view)
         assert "0 s" in view.header.widget.value
         await asyncio.sleep(2.1)
@@ -147,7 +151,7 @@ def test_the_live_clock_ticks_without_events_and_stops_when_idle():
         await scheduler.finish(view)
         assert scheduler.idle and scheduler._timer is None
 
-    asyncio.run(main())
+    run_virtual(monkeypatch, main())
 
 
 def test_one_scheduler_per_loop():

@@ -300,7 +300,7 @@ def test_engy_keepalives_also_mid_stream(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         sock.sendall(_raw_request("/engy/v1/chat/completions", body))
         received = _read_until(sock, lambda data: data.count(b": keepalive") >= 3, timeout=3)
-    head, _, rest = received.partition(b": keepalive")
+    head, _, _ = received.partition(b": keepalive")
     assert b'"content"' in head  # the text came first, the keep-alives during the stall
 
 
@@ -357,7 +357,7 @@ def test_responses_event_sequence(server, http):
     events = data_events(post(http, server, "responses", body).content)
     payloads = [json.loads(data) for _, data in events]
     assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
-    assert all(name == p["type"] for (name, _), p in zip(events, payloads))
+    assert all(name == p["type"] for (name, _), p in zip(events, payloads, strict=True))
     kinds = [p["type"] for p in payloads]
     assert kinds[:3] == ["response.created", "response.in_progress", "response.output_item.added"]
     assert kinds[-1] == "response.completed" and "response.web_search_call.completed" in kinds

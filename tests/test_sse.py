@@ -131,8 +131,17 @@ def test_id_with_nul_is_ignored():
 
 
 @pytest.mark.parametrize(
-    "value,expected", [(b"3000", 3000), (b"0", 0), (b"-5", None), (b"1.5", None), (b" 7", None), (b"", None),
-                       ("\u0661".encode(), None), (b"12a", None)]
+    "value,expected",
+    [
+        (b"3000", 3000),
+        (b"0", 0),
+        (b"-5", None),
+        (b"1.5", None),
+        (b" 7", None),
+        (b"", None),
+        ("\u0661".encode(), None),
+        (b"12a", None),
+    ],
 )
 def test_retry_only_ascii_digits(value, expected):
     # one space after the colon is stripped; " 7" in the parametrize is a second space
@@ -190,7 +199,7 @@ def test_feed_after_close_raises():
 STREAM = (
     "\ufeffretry: 100\n: hi\r\nevent: a\ndata: one\r\ndata:two\rid: 7\n\n"
     "data: é🌊\n\n:c\r\n\r\ndata\nevent: b\nid: x\x00y\n\n"
-    "data: {\"k\": \"v\"}\r\n\r\nx-unknown: 1\ndata:  sp\n\ndata: tail"
+    'data: {"k": "v"}\r\n\r\nx-unknown: 1\ndata:  sp\n\ndata: tail'
 ).encode()
 
 

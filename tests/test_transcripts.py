@@ -1,8 +1,8 @@
-"""The transcript oracle: recorded provider streams and the result formats.md says they must give.
+"""The transcript oracle: recorded provider streams and the result the wire-format guide says they must give.
 
 Each `transcripts/<dialect>/<case>.sse` holds the exact bytes a server sends; the `.json` beside it
 says which quirk it pins down and what the normalized result must be, derived by hand from
-`shared/formats.md` and the seed provider pages, never from the implementation. A network read can
+`docs/wire-formats.md` (the providers' own documentation), never from the implementation. A network read can
 end anywhere, so every transcript is parsed whole, byte by byte, in random chunkings and from a
 file, and every way must give the same, expected, state.
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from virtual_time import run_virtual
+from widget_harness import Wire, markup_problems, play, walk, widget_strings
 
 from streamwidgets.client import make_request
 from streamwidgets.events import (
@@ -34,13 +36,12 @@ from streamwidgets.events import (
 from streamwidgets.markdown import escape_html
 from streamwidgets.parse import parse
 from streamwidgets.state import StreamState
+from streamwidgets.terminal import TerminalPrinter, printable
 from streamwidgets.widgets import StreamHandle, StreamView, cancel_all, scheduler_for
 from streamwidgets.widgets.fallback import WIDGET_MIMETYPE, final_bundle, placeholder_bundle
 from streamwidgets.widgets.handle import running
-from streamwidgets.terminal import TerminalPrinter, printable
 from streamwidgets.widgets.theme import HIDDEN, STYLESHEET
 from streamwidgets.widgets.toolcalls import format_arguments
-from widget_harness import Wire, markup_problems, play, walk, widget_strings
 
 SENTINEL = "sk-test-SENTINEL-0123456789abcdef"
 
@@ -169,8 +170,13 @@ def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
     first.close(reason="the connection broke.")
     view.refresh(0.1)
     order = [
-        view.header.widget, view.reasoning.widget, view.answer.widget, view.tools.widget,
-        view.sources.widget, view.usage.widget, view.problems.widget,
+        view.header.widget,
+        view.reasoning.widget,
+        view.answer.widget,
+        view.tools.widget,
+        view.sources.widget,
+        view.usage.widget,
+        view.problems.widget,
     ]
     children = [child for child in view.widget.children if "sw-style" not in child._dom_classes]
     assert children[0].children[:2] == (view.header.widget, view.cancel_button)
@@ -273,17 +279,42 @@ def test_a_stream_that_ends_while_thinking_keeps_its_reasoning_open():
 @pytest.mark.parametrize(
     ("events", "close", "status", "kind", "words"),
     [
-        ([TextDelta("Partial"), ErrorEvent("Overloaded, try later", "overloaded_error", None, 2.0)], {}, "error",
-         "sw-kind-error", ["Overloaded, try later", "code overloaded_error", "retry after 2 s", "is kept"]),
-        ([TextDelta("Partial")], {"reason": "the connection broke: peer closed."}, "incomplete",
-         "sw-kind-warn", ["Incomplete: the connection broke: peer closed.", "is kept"]),
+        (
+            [TextDelta("Partial"), ErrorEvent("Overloaded, try later", "overloaded_error", None, 2.0)],
+            {},
+            "error",
+            "sw-kind-error",
+            ["Overloaded, try later", "code overloaded_error", "retry after 2 s", "is kept"],
+        ),
+        (
+            [TextDelta("Partial")],
+            {"reason": "the connection broke: peer closed."},
+            "incomplete",
+            "sw-kind-warn",
+            ["Incomplete: the connection broke: peer closed.", "is kept"],
+        ),
         ([TextDelta("Partial")], {"cancelled": True}, "cancelled", "sw-kind-info", ["Cancelled by you.", "is kept"]),
-        ([TextDelta("Partial"), Finish("length"), Terminator()], {}, "complete", "sw-kind-warn",
-         ["cut short by the token limit"]),
-        ([RefusalDelta("I can't help with that."), Finish("stop"), Terminator()], {}, "complete", "sw-kind-warn",
-         ["I can&#x27;t help with that."]),
-        ([ErrorEvent("Unauthorized: the API key is missing or wrong", "invalid_api_key", 401)], {}, "error",
-         "sw-kind-error", ["Unauthorized", "HTTP 401"]),
+        (
+            [TextDelta("Partial"), Finish("length"), Terminator()],
+            {},
+            "complete",
+            "sw-kind-warn",
+            ["cut short by the token limit"],
+        ),
+        (
+            [RefusalDelta("I can't help with that."), Finish("stop"), Terminator()],
+            {},
+            "complete",
+            "sw-kind-warn",
+            ["I can&#x27;t help with that."],
+        ),
+        (
+            [ErrorEvent("Unauthorized: the API key is missing or wrong", "invalid_api_key", 401)],
+            {},
+            "error",
+            "sw-kind-error",
+            ["Unauthorized", "HTTP 401"],
+        ),
     ],
 )
 def test_final_statuses_explain_themselves_and_keep_the_partial_answer(events, close, status, kind, words):
@@ -390,7 +421,7 @@ def test_tool_arguments_raw_while_streaming_pretty_when_complete_raw_when_invali
     feed(state, ToolCallDelta(0, arguments=" 1}"), ToolCallDelta(1, "c2", "second", '{"y": tru'))
     view.refresh(0.1)
     tools = view.tools.widget.value
-    assert '{\n  &quot;x&quot;: 1\n}' in tools  # the first call is complete: a later one began
+    assert "{\n  &quot;x&quot;: 1\n}" in tools  # the first call is complete: a later one began
     assert "Tool calls (2)" in tools and tools.count("receiving arguments") == 1
     state.close()
     view.refresh(0.2)
@@ -507,7 +538,7 @@ XSS = [
     "[click](JaVaScRiPt:alert(1))",
     "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
     "![img](javascript:alert(1))",
-    "<a href=\"javascript:alert(1)\">x</a>",
+    '<a href="javascript:alert(1)">x</a>',
     "<object data=javascript:alert(1)>",
     "<embed src=javascript:alert(1)>",
     "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
@@ -626,12 +657,12 @@ def test_a_background_stream_can_be_awaited_and_draws_its_final_frame():
     assert "done" in handle.view.header.widget.value
 
 
-def test_cancel_keeps_the_partial_answer_and_cancel_all_stops_every_stream():
+def test_cancel_keeps_the_partial_answer_and_cancel_all_stops_every_stream(monkeypatch):
     async def main() -> list[StreamHandle]:
         handles = []
         for _ in range(3):
             events = [TextDelta(f"t{i} ") for i in range(1000)]
-            view = StreamView()
+            view = StreamView(clock=time.monotonic)
             handles.append(
                 StreamHandle(lambda s, n, e=events: play(e, s, n, delay=0.01), view=view, scheduler=scheduler_for())
             )
@@ -644,7 +675,7 @@ def test_cancel_keeps_the_partial_answer_and_cancel_all_stops_every_stream():
         assert not handles[0].cancel()
         return handles
 
-    for handle in asyncio.run(main()):
+    for handle in run_virtual(monkeypatch, main()):
         state = handle.state
         assert state.status == "cancelled" and state.text.startswith("t0 t1 ")
         assert "Cancelled by you." in handle.view.problems.widget.value
@@ -652,9 +683,9 @@ def test_cancel_keeps_the_partial_answer_and_cancel_all_stops_every_stream():
         assert handle.view.cancel_button.disabled
 
 
-def test_the_cancel_button_cancels_the_task():
+def test_the_cancel_button_cancels_the_task(monkeypatch):
     async def main() -> StreamHandle:
-        view = StreamView()
+        view = StreamView(clock=time.monotonic)
         events = [TextDelta("x ")] * 1000
         handle = StreamHandle(lambda s, n: play(events, s, n, delay=0.01), view=view, scheduler=scheduler_for())
         await asyncio.sleep(0.05)
@@ -662,10 +693,10 @@ def test_the_cancel_button_cancels_the_task():
         view.cancel_button.click()
         started = time.monotonic()
         await handle
-        assert time.monotonic() - started < 0.05
+        assert time.monotonic() - started < 0.01  # at once, not at the next token
         return handle
 
-    assert asyncio.run(main()).state.status == "cancelled"
+    assert run_virtual(monkeypatch, main()).state.status == "cancelled"
 
 
 def test_an_exception_in_the_task_ends_up_in_the_view():
@@ -755,12 +786,30 @@ def test_every_part_has_a_stable_css_class():
     state = StreamState()
     view = StreamView(state)
     view.on_continue(lambda: None)
-    feed(state, ReasoningDelta("hm"), TextDelta("so"), ToolCallDelta(0, "c", "f", "{}"), Problem("bad chunk"),
-         SourcesFound((Source("https://a.example/"),)))
+    feed(
+        state,
+        ReasoningDelta("hm"),
+        TextDelta("so"),
+        ToolCallDelta(0, "c", "f", "{}"),
+        Problem("bad chunk"),
+        SourcesFound((Source("https://a.example/"),)),
+    )
     state.close()
     view.refresh(0.0)
     classes = {c for node in walk(view.widget) for c in node._dom_classes}
-    for expected in ("sw-view", "sw-header", "sw-cancel", "sw-continue", "sw-reasoning-box", "sw-answer",
-                     "sw-reasoning", "sw-tools", "sw-sources", "sw-usage", "sw-problems", "sw-style"):
+    for expected in (
+        "sw-view",
+        "sw-header",
+        "sw-cancel",
+        "sw-continue",
+        "sw-reasoning-box",
+        "sw-answer",
+        "sw-reasoning",
+        "sw-tools",
+        "sw-sources",
+        "sw-usage",
+        "sw-problems",
+        "sw-style",
+    ):
         assert expected in classes
     assert view.cancel_button.tooltip and view.continue_button.tooltip

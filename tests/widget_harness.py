@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Optional
 
 import anyio
 import comm
@@ -65,11 +66,13 @@ class Wire:
 
     messages: list[Sent] = field(default_factory=list)
 
-    def install(self, monkeypatch: Any) -> "Wire":
+    def install(self, monkeypatch: Any) -> Wire:
         wire = self
 
         class RecordingComm(BaseComm):
-            def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+            def publish_msg(
+                self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+            ) -> None:
                 size = len(json.dumps({"data": data, "metadata": metadata, **keys}, default=str))
                 wire.messages.append(Sent(time.monotonic(), msg_type, size))
 
@@ -114,7 +117,20 @@ def widget_strings(root: w.Widget) -> list[tuple[w.Widget, str, str]]:
     return found
 
 
-FORBIDDEN_TAGS = {"script", "iframe", "object", "embed", "svg", "math", "base", "meta", "link", "form", "frame", "frameset"}
+FORBIDDEN_TAGS = {
+    "script",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "math",
+    "base",
+    "meta",
+    "link",
+    "form",
+    "frame",
+    "frameset",
+}
 URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "poster", "background", "srcset"}
 
 

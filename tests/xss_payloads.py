@@ -54,7 +54,7 @@ PAYLOADS: list[str] = [
     '[t](https://example.com "a\\" onmouseover=\\"alert(1)")',
     "[t](https://example.com 'x' onmouseover='alert(1)')",
     '![alt" onerror="alert(1)](https://example.com/x.png)',
-    "![a\" onerror='alert(1)' b=\"](https://example.com/x.png \"t\\\" onload=\\\"alert(1)\")",
+    '![a" onerror=\'alert(1)\' b="](https://example.com/x.png "t\\" onload=\\"alert(1)")',
     '[x](https://example.com/"onmouseover="alert(1))',
     "[x](https://example.com/?a=<script>alert(1)</script>)",
     # code fences and spans

@@ -11,17 +11,18 @@ field line) into events too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, Mapping, Optional, Protocol, Union
+from typing import Any, ClassVar, Optional, Protocol, Union
 
 from .._json import loads
 from ..errors import error_from_object
 from ..events import Event, Heartbeat, Problem, Terminator
 from ..providers import APIS, Auth, Provider, get_provider
 from ..sse import ServerSentEvent, SSEDecoder
+from ._request import Messages
 from .chat import ChatDialect
 from .messages import MessagesDialect
-from ._request import Messages
 from .responses import ResponsesDialect
 
 __all__ = [
@@ -38,8 +39,15 @@ __all__ = [
 DIALECTS = APIS
 
 _MESSAGES_EVENTS = frozenset(
-    {"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
-     "content_block_stop", "ping"}
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
 )
 
 
@@ -52,7 +60,9 @@ class Dialect(Protocol):
     headers: ClassVar[tuple[tuple[str, str], ...]]
 
     @staticmethod
-    def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]: ...
+    def build_body(
+        model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool
+    ) -> dict[str, Any]: ...
 
     @staticmethod
     def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]: ...
@@ -68,7 +78,7 @@ _CLASSES: dict[str, Any] = {"chat": ChatDialect, "responses": ResponsesDialect, 
 def dialect_class(name: str) -> type[Dialect]:
     """The dialect class of an API name (its request side is on the class)."""
     try:
-        return _CLASSES[name]  # type: ignore[no-any-return]
+        return _CLASSES[name]
     except KeyError:
         raise ValueError(f"unknown dialect {name!r}; expected one of: {', '.join(DIALECTS)}") from None
 
@@ -104,15 +114,21 @@ def detect_dialect(sse: ServerSentEvent) -> Optional[str]:
 
 def make_dialect(name: str, provider: Provider) -> Dialect:
     """A reader for one stream; the chat reader splits `<think>` tags for the presets that ask."""
-    cls = dialect_class(name)
-    return ChatDialect(think_tags=provider.think_tags) if cls is ChatDialect else cls()
+    if name == ChatDialect.name:
+        return ChatDialect(think_tags=provider.think_tags)
+    return dialect_class(name)()
 
 
 class Normalizer:
     """Bytes of one `text/event-stream` body in, normalized events out. Sans-IO."""
 
-    def __init__(self, dialect: Optional[str] = None, provider: Union[str, Provider, None] = None,
-                 *, think_tags: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        dialect: Optional[str] = None,
+        provider: Union[str, Provider, None] = None,
+        *,
+        think_tags: Optional[bool] = None,
+    ) -> None:
         self.provider = provider if isinstance(provider, Provider) else get_provider(provider)
         if think_tags is not None:
             self.provider = replace(self.provider, think_tags=think_tags)
@@ -168,7 +184,8 @@ class Normalizer:
             else:
                 self._waiting.extend(events)
                 return out
-        translate = dialect.translate  # type: ignore[union-attr]
+        assert dialect is not None  # known now, or the events waited above
+        translate = dialect.translate
         for sse in events:
             out += translate(sse)
         return out

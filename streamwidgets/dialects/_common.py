@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
 
-from ..events import Event, ReasoningDelta, Source, TextDelta
+from ..events import Event, Problem, ReasoningDelta, Source, TextDelta
 
 __all__ = ["count", "number", "string", "source", "sources_from", "sub", "ThinkSplitter", "parse_object"]
 
@@ -43,16 +44,16 @@ def source(url: Any, title: Any = None) -> Optional[Source]:
     return Source(url, title if isinstance(title, str) and title else None)
 
 
-def parse_object(data: str, loads: Any) -> tuple[Optional[dict], Optional[str]]:
-    """(object, None) or (None, what was wrong) for one event's data."""
+def parse_object(data: str, loads: Any) -> Union[dict[str, Any], Problem]:
+    """One event's data as a JSON object, or the `Problem` that says what was wrong with it."""
     try:
         obj = loads(data)
     except ValueError:
         preview = data if len(data) <= 80 else data[:77] + "..."
-        return None, f"an event's data was not valid JSON and was skipped: {preview!r}"
+        return Problem(f"an event's data was not valid JSON and was skipped: {preview!r}")
     if not isinstance(obj, dict):
-        return None, f"an event's data was JSON but not an object ({type(obj).__name__}) and was skipped"
-    return obj, None
+        return Problem(f"an event's data was JSON but not an object ({type(obj).__name__}) and was skipped")
+    return obj
 
 
 class ThinkSplitter:

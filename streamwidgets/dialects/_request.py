@@ -6,7 +6,8 @@ reader (`ChatDialect.build_body`, ...); these helpers keep the three writers sma
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["Messages", "TOKEN_LIMIT_NAMES", "rename_token_limit", "split_system", "ASK_TO_CONTINUE"]
 

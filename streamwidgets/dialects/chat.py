@@ -8,7 +8,8 @@ simpler and safer than branching on the provider. Each rule below names who need
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from .._json import loads
 from ..errors import error_from_object
@@ -35,7 +36,7 @@ __all__ = ["ChatDialect", "chat_usage"]
 
 
 def chat_usage(usage: Mapping[str, Any]) -> Usage:
-    """formats.md usage table, chat column (DeepSeek / Perplexity / OpenRouter / Engy fallbacks)."""
+    """The usage table of `docs/wire-formats.md`, chat column (DeepSeek / Perplexity / OpenRouter / Engy fallbacks)."""
     prompt = count(usage.get("prompt_tokens"))
     completion = count(usage.get("completion_tokens"))
     total = count(usage.get("total_tokens"))
@@ -58,13 +59,13 @@ class ChatDialect:
     """Translate chat-completion chunks. Stateful only where the wire is: index-less tool calls,
     Perplexity's repeated source lists, and the optional `<think>` splitter."""
 
-    name = "chat"
+    name: ClassVar[str] = "chat"
 
     # ------------------------------------------------------------------ the request side
 
-    path = "/chat/completions"
-    auth: Auth = BEARER
-    headers: tuple[tuple[str, str], ...] = ()
+    path: ClassVar[str] = "/chat/completions"
+    auth: ClassVar[Auth] = BEARER
+    headers: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
@@ -101,9 +102,9 @@ class ChatDialect:
                 return self._end([Terminator()])
             obj = None
         if type(obj) is not dict:
-            obj, problem = parse_object(data, loads)
-            if obj is None:
-                return [Problem(problem)]  # type: ignore[arg-type]
+            obj = parse_object(data, loads)
+            if isinstance(obj, Problem):
+                return [obj]
         out: list[Event] = []
         if not self._started and (obj.get("model") or obj.get("id")):
             self._started = True
@@ -137,7 +138,7 @@ class ChatDialect:
         if "search_results" in obj or "citations" in obj:
             self._perplexity_sources(obj, out)
         if kind == "chat.completion.done":  # Perplexity's terminator: no [DONE] follows
-            return self._end(out + [Terminator()])
+            return self._end([*out, Terminator()])
         return out
 
     def finish(self) -> list[Event]:
@@ -252,4 +253,3 @@ class ChatDialect:
         self._seen_sources = len(items)
         if found:
             out.append(SourcesFound(tuple(found)))
-

@@ -7,7 +7,8 @@ replaces the fields it carries).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from .._json import loads
 from ..errors import error_from_object
@@ -38,7 +39,9 @@ def messages_usage(usage: Mapping[str, Any]) -> Usage:
     inputs = count(usage.get("input_tokens"))
     created = count(usage.get("cache_creation_input_tokens"))
     read = count(usage.get("cache_read_input_tokens"))
-    prompt = None if inputs is None and created is None and read is None else (inputs or 0) + (created or 0) + (read or 0)
+    prompt = (
+        None if inputs is None and created is None and read is None else (inputs or 0) + (created or 0) + (read or 0)
+    )
     completion = count(usage.get("output_tokens"))
     total = prompt + completion if prompt is not None and completion is not None else None
     return Usage(prompt, completion, total, read, None, None)
@@ -49,19 +52,24 @@ DEFAULT_MAX_TOKENS = 4096
 
 
 class MessagesDialect:
-    name = "messages"
+    name: ClassVar[str] = "messages"
 
     # ------------------------------------------------------------------ the request side
 
-    path = "/messages"
-    auth: Auth = X_API_KEY
-    headers: tuple[tuple[str, str], ...] = (("anthropic-version", "2023-06-01"),)
+    path: ClassVar[str] = "/messages"
+    auth: ClassVar[Auth] = X_API_KEY
+    headers: ClassVar[tuple[tuple[str, str], ...]] = (("anthropic-version", "2023-06-01"),)
 
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
         """A Messages body: system turns move to `system`, and `max_tokens` is required."""
         conversation, system = split_system(messages)
-        body: dict[str, Any] = {"model": model, "messages": conversation, "max_tokens": DEFAULT_MAX_TOKENS, "stream": True}
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": conversation,
+            "max_tokens": DEFAULT_MAX_TOKENS,
+            "stream": True,
+        }
         if system:
             body["system"] = system
         body.update(rename_token_limit(params, "max_tokens"))
@@ -81,9 +89,9 @@ class MessagesDialect:
         self._usage: dict[str, Any] = {}
 
     def translate(self, sse: ServerSentEvent) -> list[Event]:
-        obj, problem = parse_object(sse.data, loads)
-        if obj is None:
-            return [Problem(problem)]  # type: ignore[arg-type]
+        obj = parse_object(sse.data, loads)
+        if isinstance(obj, Problem):
+            return [obj]
         kind = obj.get("type")
         if not isinstance(kind, str):
             kind = sse.event

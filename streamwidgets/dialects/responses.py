@@ -7,7 +7,8 @@ are function calls, and whether their arguments already arrived as deltas.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from .._json import loads
 from ..errors import error_from_object
@@ -50,7 +51,7 @@ def responses_usage(usage: Mapping[str, Any]) -> Usage:
     )
 
 
-_TEXT = {
+_TEXT: dict[str, Callable[[str], Event]] = {
     "response.output_text.delta": TextDelta,
     "response.reasoning_summary_text.delta": ReasoningDelta,
     "response.reasoning_text.delta": ReasoningDelta,  # raw reasoning (open-weight models via vLLM)
@@ -59,13 +60,13 @@ _TEXT = {
 
 
 class ResponsesDialect:
-    name = "responses"
+    name: ClassVar[str] = "responses"
 
     # ------------------------------------------------------------------ the request side
 
-    path = "/responses"
-    auth: Auth = BEARER
-    headers: tuple[tuple[str, str], ...] = ()
+    path: ClassVar[str] = "/responses"
+    auth: ClassVar[Auth] = BEARER
+    headers: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
@@ -89,9 +90,9 @@ class ResponsesDialect:
         data = sse.data
         if data.strip() == "[DONE]":
             return []  # some proxies add it after the terminal event; it proves nothing
-        obj, problem = parse_object(data, loads)
-        if obj is None:
-            return [Problem(problem)]  # type: ignore[arg-type]
+        obj = parse_object(data, loads)
+        if isinstance(obj, Problem):
+            return [obj]
         kind = obj.get("type")
         if not isinstance(kind, str):
             kind = sse.event
@@ -116,7 +117,11 @@ class ResponsesDialect:
             return []
         if kind == "response.output_text.annotation.added":
             note = sub(obj, "annotation")
-            s = source(note.get("url"), note.get("title")) if note.get("type", "url_citation") == "url_citation" else None
+            s = (
+                source(note.get("url"), note.get("title"))
+                if note.get("type", "url_citation") == "url_citation"
+                else None
+            )
             return [SourcesFound((s,))] if s is not None else []
         if kind in ("response.created", "response.in_progress"):
             return self._started_event(sub(obj, "response"))
@@ -146,7 +151,7 @@ class ResponsesDialect:
         known = item_id in self._calls
         if added or not known:
             self._calls.setdefault(item_id, False)
-            arguments = item.get("arguments") if isinstance(item.get("arguments"), str) else ""
+            arguments = item["arguments"] if isinstance(item.get("arguments"), str) else ""
             if arguments:
                 self._calls[item_id] = True
             return [ToolCallDelta(item_id, string(item.get("call_id")), string(item.get("name")), arguments)]
@@ -171,4 +176,3 @@ class ResponsesDialect:
             out.append(UsageReport(responses_usage(usage)))
         out.append(Terminator())
         return out
-

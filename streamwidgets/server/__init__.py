@@ -65,20 +65,20 @@ object of its API (an error scenario then answers with an HTTP error).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from ._flavors import FLAVORS
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._scenarios import SCENARIOS, Script, build_script
-from ._server import DemoServer, serve_forever, start_server
+from ._server import DemoServer, start_server
 
 __all__ = [
     "DemoServer",
     "ConnectionRecord",
     "Script",
     "start_server",
-    "serve_forever",
     "scripted_answer",
     "script_for_request",
     "SCENARIOS",

@@ -6,7 +6,8 @@ the usage go, how sources and errors travel) are read from the flavor's `ChatSty
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Union
+from collections.abc import Iterator
+from typing import Any, Optional, Union
 
 from ._flavors import ChatStyle, Flavor
 from ._frames import (
@@ -143,7 +144,7 @@ def _cost(script: Script) -> float:
     return round(dollars, 9)
 
 
-def _parts(script: Script, style: ChatStyle, out: "_Chunks") -> Iterator[tuple[_Part, int]]:
+def _parts(script: Script, style: ChatStyle, out: _Chunks) -> Iterator[tuple[_Part, int]]:
     """The content deltas in order (reasoning, text, sources, tool calls) with their token counts."""
     sizes = style.tokens_per_chunk
     for text, count in group_tokens(script.reasoning_tokens, sizes):
@@ -182,7 +183,7 @@ def _parts(script: Script, style: ChatStyle, out: "_Chunks") -> Iterator[tuple[_
                 if row < len(pieces):
                     yield pieces[row]
     else:
-        for header, pieces in zip(headers, arguments):
+        for header, pieces in zip(headers, arguments, strict=True):
             yield header, 0
             yield from pieces
 

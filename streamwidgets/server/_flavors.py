@@ -1,7 +1,7 @@
 """The seed providers' quirks, declared as data.
 
 Each flavor is served under `/<flavor>/v1/...` and reproduces what its provider's streaming page
-(`shared/seeds/`) and `shared/formats.md` say. The quirks are fields of `ChatStyle` read by one
+says, as summarized in `docs/wire-formats.md`. The quirks are fields of `ChatStyle` read by one
 chat writer, not `if provider == ...` branches, so a new provider is a new table entry. The
 Responses and Messages routes of every flavor are standard; only the heartbeat spelling, the
 Engy "no reasoning on /responses" rule and the way an error ends a stream differ there.

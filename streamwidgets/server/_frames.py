@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 __all__ = ["Frame", "Stall", "Cutoff", "Step", "Steps", "sse", "comment", "dumps", "ident", "group_tokens"]
 
@@ -58,7 +59,7 @@ def sse(data: str, *, event: Optional[str] = None, prefix: str = "data: ") -> by
 
 def comment(text: str) -> bytes:
     """An SSE comment line, the heartbeat that carries no event."""
-    return f": {text}\n\n".encode("utf-8") if text else b":\n\n"
+    return f": {text}\n\n".encode() if text else b":\n\n"
 
 
 def ident(prefix: str, nonce: str, salt: str = "") -> str:

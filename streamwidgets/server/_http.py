@@ -15,7 +15,8 @@ import json
 import math
 import secrets
 import time
-from typing import Any, Awaitable, Callable, Optional
+from collections.abc import Awaitable, Callable
+from typing import Any, Optional
 
 import h11
 

@@ -9,7 +9,7 @@ give the same text, and the length is exact, not approximate.
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 from ._tokens import tokenize
 
@@ -157,7 +157,7 @@ def _closing(count: int) -> list[str]:
         return []
     words = _CLOSING.split()
     out = [words[0]] + [" " + words[1 + i % (len(words) - 1)] for i in range(count - 2)]
-    return (out + ["."])[:count]
+    return [*out, "."][:count]
 
 
 def _blocks(rng: random.Random, subject: str) -> Iterator[str]:
@@ -248,7 +248,7 @@ def _python(rng: random.Random) -> str:
         f"class {name}:",
         f'    """Keeps {rng.choice(_OBJECTS)} without copying it."""',
         "",
-        "    def __init__(self, limit: int = %d) -> None:" % rng.randint(16, 4096),
+        f"    def __init__(self, limit: int = {rng.randint(16, 4096)}) -> None:",
         "        self.limit = limit",
         "        self.items: list[bytes] = []",
         "        self.size = 0",
@@ -321,7 +321,7 @@ def _rust(rng: random.Random) -> str:
     lines = [
         f"pub fn {name}_len(input: &[u8]) -> usize {{",
         "    let mut total = 0;",
-        "    for chunk in input.chunks(%d) {" % rng.randint(2, 64),
+        f"    for chunk in input.chunks({rng.randint(2, 64)}) {{",
         "        total += chunk.iter().filter(|b| **b == b'\\n').count();",
         "    }",
         "    total",

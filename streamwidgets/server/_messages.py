@@ -13,7 +13,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ._flavors import Flavor
 from ._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse

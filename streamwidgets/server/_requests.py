@@ -9,8 +9,9 @@ results, the token budget, and how big the prompt is. Pure: bytes and headers in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from ._errors import Rejection
 from ._tokens import count_tokens

@@ -9,8 +9,9 @@ tests and tools.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Union
+from typing import Optional, Union
 from urllib.parse import parse_qs, urlsplit
 
 from ._chat import chat_completion, chat_stream, text_completion

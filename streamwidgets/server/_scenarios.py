@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import Any, Optional, TypeVar, Union
 
 from . import _answers as answers
 from ._errors import SCRIPTED_HTTP_ERRORS, Rejection, scripted_rejection
@@ -411,9 +412,10 @@ def _continued(script: Script, request: DemoRequest, seed: str) -> Script:
     done = request.continuation
     if not whole.text.startswith(done) or len(whole.text) == len(done):
         return script
-    rest = tuple(tokenize(whole.text[len(done):]))
-    return _replace(whole, reasoning_tokens=(), blocks=(TextBlock(rest),), ending="stop", error=None,
-                    malformed_after=None)
+    rest = tuple(tokenize(whole.text[len(done) :]))
+    return _replace(
+        whole, reasoning_tokens=(), blocks=(TextBlock(rest),), ending="stop", error=None, malformed_after=None
+    )
 
 
 _SCRIPTERS = {

@@ -17,7 +17,7 @@ from ._http import ConnectionHandler
 from ._records import ConnectionRecord, Registry
 from ._routes import Router
 
-__all__ = ["DemoServer", "start_server", "serve_forever"]
+__all__ = ["DemoServer", "start_server"]
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
@@ -81,7 +81,7 @@ class DemoServer:
 
     # -------------------------------------------------------------- life cycle
 
-    def start(self) -> "DemoServer":
+    def start(self) -> DemoServer:
         """Start serving in a background thread; a running server is left as it is."""
         with self._lock:
             if self.running:
@@ -114,7 +114,7 @@ class DemoServer:
             thread.join(_STOP_TIMEOUT)
             self._thread = None
 
-    def __enter__(self) -> "DemoServer":
+    def __enter__(self) -> DemoServer:
         return self.start()
 
     def __exit__(
@@ -175,14 +175,3 @@ def start_server(host: str = "127.0.0.1", port: int = 0) -> DemoServer:
         if _shared is None or not _shared.running:
             _shared = DemoServer(host, port).start()
         return _shared
-
-
-def serve_forever(host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve in the foreground until interrupted (for `python -m streamwidgets serve`)."""
-    server = DemoServer(host, port).start()
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from ..formatting import STATUS_WORDS
 from ..markdown import escape_html, render_markdown
 from ..state import StreamState
-from ..formatting import STATUS_WORDS
 
 __all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line"]
 
@@ -28,7 +28,7 @@ def _widget_part(widget: Any) -> dict[str, Any]:
 
 
 def status_line(state: StreamState, model: Optional[str]) -> str:
-    """"demo · done · 412 tokens" — plain text; the model name is the one that was requested."""
+    """ "demo · done · 412 tokens" — plain text; the model name is the one that was requested."""
     parts = [model] if model else []
     parts.append(STATUS_WORDS.get(state.phase, state.phase))
     tokens, estimated = state.completion_tokens

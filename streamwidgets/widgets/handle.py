@@ -1,6 +1,6 @@
 """`StreamHandle`: a stream running in the background of a kernel, and `cancel_all()`.
 
-Rules learned in real kernels (design.md): the cell must not block, so the stream is a task on
+Rules learned in real kernels (`docs/design.md`): the cell must not block, so the stream is a task on
 the kernel's running loop and `show()` returns at once; Cancel is `task.cancel()`, which leaves
 the client's `async with` and closes the connection; an exception in a background task is lost
 unless the task itself catches it and puts it in the view; and the kernel's interrupt button does
@@ -14,7 +14,8 @@ import logging
 import re
 import time
 import weakref
-from typing import Any, Awaitable, Callable, Generator, Optional
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Optional
 
 from ..client import StreamRequest, continue_request, stream_into
 from ..events import ErrorEvent
@@ -32,7 +33,7 @@ Runner = Callable[[StreamState, Notify], Awaitable[Any]]
 
 #: Running handles per event loop: the strong references that keep background tasks alive, and
 #: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
-_RUNNING: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]]" = weakref.WeakKeyDictionary()
+_RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
 
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|(?<=Bearer )[^\s'\"]+")
 
@@ -138,7 +139,7 @@ class StreamHandle:
             self._view.attach(self._state)
         self._start(lambda state, notify: stream_into(request, state, notify=notify))
 
-    def add_done_callback(self, callback: Callable[["StreamHandle"], None]) -> None:
+    def add_done_callback(self, callback: Callable[[StreamHandle], None]) -> None:
         """Call `callback(handle)` each time a part ends (after the view's final frame)."""
         self._done_callbacks.append(callback)
 

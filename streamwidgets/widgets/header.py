@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..markdown import escape_html
-from ..state import StreamState
 from .. import formatting
 from ..formatting import STATUS_WORDS
+from ..markdown import escape_html
+from ..state import StreamState
 from .sync import Parts, set_traits
 from .traffic import Cost
 

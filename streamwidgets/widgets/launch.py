@@ -14,16 +14,17 @@ import asyncio
 import os
 import sys
 import uuid
-from typing import Any, Callable, Optional, TextIO, Union
+from collections.abc import Callable
+from typing import Any, Optional, TextIO, Union
 
 from ..client import Prompt, StreamRequest, make_request, stream_into
 from ..recording import recording_meta, replay_into
 from ..sdk import sdk_into
 from ..state import StreamState
+from ..terminal import TerminalPrinter
 from .fallback import final_bundle, placeholder_bundle
 from .handle import Runner, StreamHandle, scrub
 from .scheduler import scheduler_for
-from ..terminal import TerminalPrinter
 from .view import StreamView
 
 __all__ = ["show", "show_replay", "show_sdk", "show_runner"]
@@ -39,7 +40,7 @@ def show(
     api_key: Optional[str] = None,
     system: Optional[str] = None,
     offline: Optional[bool] = None,
-    record: Union[str, "os.PathLike[str]", None] = None,
+    record: Union[str, os.PathLike[str], None] = None,
     max_fps: float = 20.0,
     display: bool = True,
     out: Optional[TextIO] = None,
@@ -56,8 +57,15 @@ def show(
         request = prompt
     else:
         request = make_request(
-            prompt, provider=provider, model=model, api=api, base_url=base_url, api_key=api_key,
-            system=system, offline=offline, **params,
+            prompt,
+            provider=provider,
+            model=model,
+            api=api,
+            base_url=base_url,
+            api_key=api_key,
+            system=system,
+            offline=offline,
+            **params,
         )
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
@@ -100,8 +108,14 @@ def show_replay(
     meta = recording_meta(source)  # a recording names its provider, API and model
     model, provider, api = model or meta.get("model"), provider or meta.get("provider"), api or meta.get("api")
     return show_runner(
-        runner, out=out, display=display, model=model, provider=provider, api=api,
-        citation_markers=citation_markers, max_fps=max_fps,
+        runner,
+        out=out,
+        display=display,
+        model=model,
+        provider=provider,
+        api=api,
+        citation_markers=citation_markers,
+        max_fps=max_fps,
     )
 
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle

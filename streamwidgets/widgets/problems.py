@@ -6,11 +6,11 @@ messages come from the provider (and proxies' HTML pages), so everything is esca
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
+from .. import formatting
 from ..markdown import escape_html
 from ..state import StreamState
-from .. import formatting
 from .sync import Parts, set_traits, visible_classes
 from .traffic import Cost
 
@@ -49,10 +49,8 @@ def _warnings_html(warnings: Sequence[str], redact: Callable[[str], str]) -> str
     )
 
 
-def problem_html(
-    state: StreamState, *, can_continue: bool = False, redact: Callable[[str], str] = _unchanged
-) -> str:
-    """"" when there is nothing to report: the answer is complete and clean, or still streaming cleanly."""
+def problem_html(state: StreamState, *, can_continue: bool = False, redact: Callable[[str], str] = _unchanged) -> str:
+    """ "" when there is nothing to report: the answer is complete and clean, or still streaming cleanly."""
     kind = _kind(state)
     body = []
     if kind:

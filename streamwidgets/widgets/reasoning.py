@@ -34,7 +34,7 @@ class ReasoningPane:
         self._opened = False
         self._collapsed = False
 
-    def render(self, text: str, *, answering: bool, done: bool, reasoning_tokens: "int | None") -> Cost:
+    def render(self, text: str, *, answering: bool, done: bool, reasoning_tokens: int | None) -> Cost:
         """Stream `text` in; `answering` collapses the pane once, `done` finishes the markdown.
 
         A stream that ends while still thinking keeps the pane open: the reasoning is then all
@@ -62,7 +62,7 @@ class ReasoningPane:
         return sent
 
     @staticmethod
-    def _title(text: str, finished: bool, reasoning_tokens: "int | None") -> str:
+    def _title(text: str, finished: bool, reasoning_tokens: int | None) -> str:
         if not finished:
             return "Thinking…"
         if reasoning_tokens:

@@ -19,11 +19,13 @@ no wake-ups at all while nothing streams.
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Optional, Protocol
 
 __all__ = ["Drawable", "FrameScheduler", "scheduler_for"]
+
+_MIN_WAIT = 0.001
 
 
 class Drawable(Protocol):
@@ -54,12 +56,13 @@ class FrameScheduler:
         *,
         max_messages_per_second: float = 200.0,
         burst: float = 20.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Optional[Callable[[], float]] = None,
     ) -> None:
         if max_messages_per_second <= burst:
             raise ValueError("max_messages_per_second must exceed burst")
         self._loop = loop
-        self._clock = clock
+        #: The loop's own clock by default: frames are timers on that loop (`call_later`).
+        self._clock = clock = clock or loop.time
         self._capacity = burst
         self._rate = max_messages_per_second - burst
         self._tokens = burst
@@ -181,8 +184,9 @@ class FrameScheduler:
         self._schedule(now)
 
     def _budget_at(self, now: float) -> float:
-        """When the bucket holds a whole message again."""
-        return now if self._tokens >= 1 else now + (1 - self._tokens) / self._rate
+        """When the bucket holds a whole message again. At least a millisecond away: a bucket a
+        rounding error short of 1 would otherwise re-arm a zero-delay timer until time moved."""
+        return now if self._tokens >= 1 else now + max((1 - self._tokens) / self._rate, _MIN_WAIT)
 
     def _schedule(self, now: float) -> None:
         """Arm the timer for the earliest moment a frame can do something."""
@@ -215,7 +219,7 @@ class FrameScheduler:
         self._timer_at = due
 
 
-_SCHEDULERS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FrameScheduler]" = weakref.WeakKeyDictionary()
+_SCHEDULERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FrameScheduler] = weakref.WeakKeyDictionary()
 
 
 def scheduler_for(loop: Optional[asyncio.AbstractEventLoop] = None) -> FrameScheduler:

@@ -7,11 +7,11 @@ without giving the opened page a handle on the notebook (`noopener`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
+from .. import formatting
 from ..events import Source
 from ..markdown import escape_html, safe_url
-from .. import formatting
 from .sync import Parts, set_traits
 from .traffic import NOTHING, Cost
 

@@ -9,7 +9,8 @@ reaches Voila and VS Code too and survives when another cell's output is cleared
 from __future__ import annotations
 
 import re
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import ipywidgets as w
 
@@ -179,7 +180,7 @@ STYLESHEET = _RULES.replace("{chunk}", CODE_CHUNK_CLASS) + "\n" + PYGMENTS_CSS
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
 #: Held for the kernel's life (a handful of small models; dropping them with the last view would
 #: only send them again with the next one), and remade if someone closed them.
-_SHARED: "dict[str, w.Widget]" = {}
+_SHARED: dict[str, w.Widget] = {}
 
 _Model = TypeVar("_Model", bound=w.Widget)
 
@@ -190,7 +191,7 @@ def shared_model(name: str, make: Callable[[], _Model]) -> _Model:
     if model is None or model.comm is None:
         model = make()
         _SHARED[name] = model
-    return model  # type: ignore[return-value]
+    return model
 
 
 def stylesheet_widget() -> w.HTML:

@@ -8,11 +8,11 @@ stream was cut, or the model wrote bad JSON), shown exactly as received with a n
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
+from .. import formatting
 from ..markdown import escape_html
 from ..state import ToolCall
-from .. import formatting
 from .sync import Parts, set_traits, visible_classes
 from .traffic import NOTHING, Cost
 
@@ -33,7 +33,7 @@ def format_arguments(arguments: str, *, complete: bool) -> tuple[str, str]:
     return json.dumps(parsed[0], indent=2, ensure_ascii=False), ""
 
 
-def _json_or_none(text: str) -> "tuple[object] | None":
+def _json_or_none(text: str) -> tuple[object] | None:
     try:
         return (json.loads(text),)
     except ValueError:

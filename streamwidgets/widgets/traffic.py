@@ -10,8 +10,8 @@ the changed text plus a fixed envelope per message — good enough to pace frame
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import ipywidgets as w
 
@@ -31,7 +31,7 @@ class Cost:
     messages: int = 0
     bytes: int = 0
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         return Cost(self.messages + other.messages, self.bytes + other.bytes)
 
 
@@ -58,8 +58,7 @@ def _walk(widget: w.Widget) -> Iterator[w.Widget]:
 
 def snapshot(root: w.Widget) -> Snapshot:
     return {
-        node.model_id: (getattr(node, "value", _MISSING), getattr(node, "children", _MISSING))
-        for node in _walk(root)
+        node.model_id: (getattr(node, "value", _MISSING), getattr(node, "children", _MISSING)) for node in _walk(root)
     }
 
 

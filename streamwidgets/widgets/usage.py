@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .. import formatting
 from ..markdown import escape_html
 from ..state import StreamState
-from .. import formatting
 from .sync import Parts, set_traits, visible_classes
 from .traffic import Cost
 
@@ -19,7 +19,7 @@ __all__ = ["UsageMeter", "usage_html"]
 
 
 def usage_html(state: StreamState, *, max_tokens: Optional[int] = None) -> str:
-    """"" when there is nothing to say yet (no usage and no token)."""
+    """ "" when there is nothing to say yet (no usage and no token)."""
     usage = state.usage
     tokens, estimated = state.completion_tokens
     if usage is None and tokens == 0:

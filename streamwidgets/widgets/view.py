@@ -18,7 +18,8 @@ answer's bytes on parts nobody saw.
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import ipywidgets as w
 

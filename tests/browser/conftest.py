@@ -58,9 +58,6 @@ LAB_SETTINGS = {
     },
 }
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives a real Chromium against a real Jupyter server (slow)")
-
 
 # --------------------------------------------------------------------------- processes
 
@@ -198,7 +195,10 @@ def demo_provider(workdir: Path) -> Iterator[DemoProvider]:
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "streamwidgets", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env=offline_env(), start_new_session=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=offline_env(),
+            start_new_session=True,
         )
     try:
         wait_for_http(f"http://127.0.0.1:{port}/_demo/connections", process, log)
@@ -228,7 +228,9 @@ def jupyter(workdir: Path, request: pytest.FixtureRequest) -> Iterator[JupyterSe
     port = free_port()
     log = workdir / "jupyter.log"
     command = [
-        sys.executable, "-m", "jupyterlab",
+        sys.executable,
+        "-m",
+        "jupyterlab",
         "--no-browser",
         "--ip=127.0.0.1",
         f"--port={port}",
@@ -247,8 +249,9 @@ def jupyter(workdir: Path, request: pytest.FixtureRequest) -> Iterator[JupyterSe
     if os.geteuid() == 0:  # containers and CI machines often run as root
         command.append("--allow-root")
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True
+        )
     try:
         wait_for_http(f"http://127.0.0.1:{port}/api/status", process, log)
         yield JupyterServer(port, root, process)
@@ -263,8 +266,10 @@ def browser(workdir: Path) -> Iterator[Any]:
     """A fresh Chromium profile per module (persistent context = one browser, no leftovers)."""
     executable = shutil.which("chromium")
     if executable is None:
-        pytest.fail("Debian's Chromium is missing: `apt-get install -y chromium` (scripts/_setup.sh does it); "
-                    "deselect these tests with -m 'not browser'")
+        pytest.fail(
+            "Debian's Chromium is missing: `apt-get install -y chromium` (scripts/_setup.sh does it); "
+            "deselect these tests with -m 'not browser'"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

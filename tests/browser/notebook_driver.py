@@ -52,10 +52,12 @@ class Notebook:
         return len(self.text(selector, index))
 
     def text(self, selector: str, index: int = 0) -> str:
-        return str(self.js(
-            "([sel, i]) => { const el = document.querySelectorAll(sel)[i]; return el ? el.textContent : ''; }",
-            [selector, index],
-        ))
+        return str(
+            self.js(
+                "([sel, i]) => { const el = document.querySelectorAll(sel)[i]; return el ? el.textContent : ''; }",
+                [selector, index],
+            )
+        )
 
     def wait_until_idle(self, timeout: float = SLOW) -> None:
         """Every cell ran (no `[*]` prompt left) and the kernel is idle again."""
@@ -71,16 +73,18 @@ class Notebook:
         )
 
     def outputs_text(self) -> str:
-        return str(self.js(
-            "() => [...document.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent).join('\\n')"
-        ))
+        return str(
+            self.js("() => [...document.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent).join('\\n')")
+        )
 
     def errors_shown(self) -> list[str]:
         """Tracebacks in the cell outputs (a failed assert in a notebook's check cell)."""
-        return list(self.js(
-            "() => [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"],"
-            " .jp-RenderedText[data-mime-type=\"application/vnd.jupyter.error\"]')].map(o => o.textContent.slice(0, 2000))"
-        ))
+        return list(
+            self.js(
+                '() => [...document.querySelectorAll(\'.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"],'
+                ' .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]\')].map(o => o.textContent.slice(0, 2000))'
+            )
+        )
 
 
 def open_notebook(page: Any, url: str, path: str, flavor: str) -> Notebook:
@@ -207,8 +211,10 @@ def check_cancel(nb: Notebook, connections: Callable[[], list[dict[str, Any]]]) 
     """Clicking Cancel stops the text, and the provider sees the client leave."""
     before = {c["id"] for c in connections()}
     nb.run_all()
-    nb.wait_for(f"() => {{ const el = document.querySelector('{ANSWER}'); return !!el && el.textContent.length > 150; }}",
-                timeout=SLOW)
+    nb.wait_for(
+        f"() => {{ const el = document.querySelector('{ANSWER}'); return !!el && el.textContent.length > 150; }}",
+        timeout=SLOW,
+    )
     cancel = nb.page.locator(".sw-view .sw-cancel").first
     assert cancel.is_enabled()
     cancel.click()
@@ -253,8 +259,10 @@ def check_xss(nb: Notebook) -> None:
     """Hostile text, reasoning, source titles, URLs and a tool call render as inert text."""
     # The control: this page does run an inline handler that reaches the DOM, so the probe
     # below would notice one that slipped through the renderer.
-    nb.js("() => { const d = document.createElement('div'); d.id = 'xss-control';"
-          " d.innerHTML = '<img src=x onerror=\"window.__xss_control = 1\">'; document.body.appendChild(d); }")
+    nb.js(
+        "() => { const d = document.createElement('div'); d.id = 'xss-control';"
+        " d.innerHTML = '<img src=x onerror=\"window.__xss_control = 1\">'; document.body.appendChild(d); }"
+    )
     nb.wait_for("() => window.__xss_control === 1", timeout=10)
     nb.js("() => document.getElementById('xss-control').remove()")
 

@@ -9,8 +9,10 @@ from notebook_driver import SLOW
 
 pytestmark = pytest.mark.browser
 
-ANSWERED = "(i) => { const v = document.querySelectorAll('.sw-chat .sw-view')[i];" \
-           " return !!v && !!v.querySelector('.sw-status-complete'); }"
+ANSWERED = (
+    "(i) => { const v = document.querySelectorAll('.sw-chat .sw-view')[i];"
+    " return !!v && !!v.querySelector('.sw-status-complete'); }"
+)
 
 
 def test_chat_app_answers_a_typed_question(page: Any, jupyter: Any) -> None:
