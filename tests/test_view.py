@@ -738,6 +738,44 @@ def test_the_terminal_gets_plain_text_without_control_sequences():
     assert "about 5 tokens" in text
 
 
+def test_a_custom_server_is_labelled_by_its_host_and_zero_usage_details_are_hidden():
+    from streamwidgets.widgets.launch import provider_label
+
+    custom = make_request("hi", base_url="http://gpu.lab.example.edu:8000/v1", model="m")
+    assert provider_label(custom) == "gpu.lab.example.edu:8000"
+    assert provider_label(make_request("hi", provider="openai", api_key="k", offline=False)) == "openai"
+    state = StreamState(provider="custom")
+    view = StreamView(state, model="m", provider=provider_label(custom))
+    feed(state, TextDelta("x"), UsageReport(Usage(5, 3, 8, 0, 0)), Terminator())
+    state.close()
+    view.refresh(2.0)
+    assert "via gpu.lab.example.edu:8000" in view.header.widget.value
+    usage = view.usage.widget.value
+    assert "prompt 5" in usage and "total 8" in usage
+    assert "cached" not in usage and "reasoning" not in usage  # a reported 0 says nothing a reader needs
+    assert state.usage is not None and state.usage.cached_tokens == 0  # the data keeps it
+
+
+def test_the_terminal_writes_at_most_once_per_interval_on_its_clock():
+    now = [100.0]
+    state, out = StreamState(), io.StringIO()
+    printer = TerminalPrinter(state, out, interval=0.05, clock=lambda: now[0])
+    feed(state, TextDelta("one"))
+    printer.notify()
+    assert out.getvalue() == "one"  # the first token at once
+    feed(state, TextDelta(" two"))
+    now[0] += 0.01
+    printer.notify()
+    assert out.getvalue() == "one"  # within the interval: held back, not written per token
+    now[0] += 0.05
+    printer.notify()
+    assert out.getvalue() == "one two"
+    feed(state, TextDelta(" three"), Terminator())
+    state.close()
+    printer.finish()  # the end is written whatever the clock says
+    assert out.getvalue().startswith("one two three\n")
+
+
 def test_show_with_display_false_streams_into_a_view_it_does_not_display(monkeypatch):
     """`display=False` lets a person place views themselves (`HBox([h.view.widget ...])`): nothing
     goes to the cell's output — no view, and no static answer when the stream ends."""

@@ -19,6 +19,7 @@ from ..markdown import escape_html, render_markdown
 from ..state import StreamState
 from .fallback import WIDGET_MIMETYPE
 from .handle import StreamHandle
+from .launch import provider_label
 from .scheduler import scheduler_for
 from .sync import Parts, set_traits
 from .theme import stylesheet_widget
@@ -83,7 +84,7 @@ class ChatPanel:
         user = self._parts.html("sw-chat-user", value=escape_html(text))
         view = StreamView(
             model=request.model,
-            provider=request.provider.name,
+            provider=provider_label(request),
             api=request.api,
             max_tokens=request.max_tokens,
             citation_markers=request.provider.citation_markers,

@@ -59,7 +59,7 @@ def header_html(
         items.append(f'<span class="sw-model">{shown}{" · " + api_html if api_html else ""}</span>')
     elif api_html:
         items.append(api_html)
-    who = state.provider or provider
+    who = provider or state.provider  # the caller's label (a custom server's host) says more
     if who and who != name:
         items.append(f'<span class="sw-provider">via {escape_html(formatting.shorten(who, _MAX_NAME))}</span>')
     word = STATUS_WORDS.get(phase, phase)

@@ -17,7 +17,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Optional, TextIO, Union
 
+import httpx
+
 from ..client import Prompt, StreamRequest, make_request, stream_into
+from ..providers import CUSTOM
 from ..recording import recording_meta, replay_into
 from ..sdk import sdk_into
 from ..state import StreamState
@@ -27,7 +30,7 @@ from .handle import Runner, StreamHandle, scrub
 from .scheduler import scheduler_for
 from .view import StreamView
 
-__all__ = ["show", "show_replay", "show_sdk", "show_runner"]
+__all__ = ["show", "show_replay", "show_sdk", "show_runner", "provider_label"]
 
 
 def show(
@@ -77,13 +80,21 @@ def show(
         out=out,
         display=display,
         model=request.model,
-        provider=request.provider.name,
+        provider=provider_label(request),
         api=request.api,
         max_tokens=request.max_tokens,
         citation_markers=request.provider.citation_markers,
         note=request.offline_note,
         max_fps=max_fps,
     )
+
+
+def provider_label(request: StreamRequest) -> str:
+    """What the header says the answer came from: the preset, or the host of a custom server."""
+    if request.provider is not CUSTOM:
+        return request.provider.name
+    url = httpx.URL(request.base_url)
+    return url.host + (f":{url.port}" if url.port else "")
 
 
 def show_replay(

@@ -33,9 +33,10 @@ def usage_html(state: StreamState, *, max_tokens: Optional[int] = None) -> str:
     else:
         parts.append(f"completion {formatting.count(tokens)}")
     if usage is not None:
-        if usage.cached_tokens is not None:
+        # Zero or unreported details say nothing a reader needs ("cached 0 · reasoning 0").
+        if usage.cached_tokens:
             parts.append(f"cached {formatting.count(usage.cached_tokens)}")
-        if usage.reasoning_tokens is not None:
+        if usage.reasoning_tokens:
             parts.append(f"reasoning {formatting.count(usage.reasoning_tokens)}")
         if usage.total_tokens is not None:
             parts.append(f"total {formatting.count(usage.total_tokens)}")

@@ -1,7 +1,7 @@
 """Real-browser fixtures: a JupyterLab server, the embedded provider, and Debian's Chromium.
 
-Everything here follows what was measured on these machines (shared/testing.md, "A real
-browser"): Playwright drives the system Chromium (never `playwright install`), the Jupyter server
+Everything here follows what was measured on these machines (CONTRIBUTING.md, "Testing notes"):
+Playwright drives the system Chromium (never `playwright install`), the Jupyter server
 is isolated in temporary config, data, runtime, IPython, workspace and settings directories and
 serves a temporary copy of the notebooks (Lab autosaves), and a test waits for the kernel to be
 *connected* and idle — the toolbar's idle indicator says idle before that, and a cell run then
