@@ -3,7 +3,10 @@
 setup_system_packages() {
   local need=()
   python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
-  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  # Chromium is for the browser tests only; the demo needs none (SW_NEED_CHROMIUM=0).
+  if [ "${SW_NEED_CHROMIUM:-1}" = 1 ]; then
+    command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  fi
   command -v git >/dev/null 2>&1 || need+=(git)
   # Fonts for the browser tests' screenshots: text, and the emoji that answers contain.
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
@@ -24,13 +27,44 @@ setup_system_packages() {
 }
 
 setup_venv() {
+  # setup_venv [EXTRAS]: .venv with the package installed editable with EXTRAS (default: dev).
+  # pip runs only on the first run, or when pyproject.toml or the extras changed (a stamp file
+  # holds the hash of both), so a second `scripts/demo` starts at once, offline too.
+  local extras="${1:-dev}"
   if [ ! -x .venv/bin/python ]; then
     echo "== python3 -m venv .venv"
     python3 -m venv .venv
   fi
-  echo "== pip install -e .[dev]"
-  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -vE "^WARNING: Location|^$" || true
-  .venv/bin/python -c "import streamwidgets, ipywidgets, httpx, anyio, markdown_it, playwright, nbval" 
+  local stamp=".venv/.streamwidgets-installed"
+  local want
+  want="$(sha256sum pyproject.toml | cut -c1-16) $extras"
+  local have_dev
+  have_dev="$(sha256sum pyproject.toml | cut -c1-16) dev"  # [dev] holds every other extra
+  if [ ! -f "$stamp" ] || { ! grep -qxF "$want" "$stamp" && ! grep -qxF "$have_dev" "$stamp"; }; then
+    echo "== pip install -e .[$extras]"
+    export PIP_DISABLE_PIP_VERSION_CHECK=1
+    .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+    # Quiet: the local-index notices and setuptools' "editable installation" banner are not news.
+    .venv/bin/python -m pip install -q -e ".[$extras]" 2>&1 \
+      | grep -vE '^WARNING: Location|^ *$|BuildBackendWarning|^ +!!|^ +\*{10}|Please be careful|name as your package|with strategy' \
+      || true
+    .venv/bin/python -c "import streamwidgets, ipywidgets, httpx, anyio, markdown_it"
+    echo "$want" >> "$stamp"
+  fi
+  if [ "$extras" = dev ]; then
+    .venv/bin/python -c "import playwright, nbval, xdist, ruff, mypy" 2>/dev/null \
+      || { rm -f "$stamp"; echo "the [dev] install is incomplete: run again" >&2; exit 1; }
+  fi
   mkdir -p test-artifacts
+}
+
+quiet_jupyterlab() {
+  # No "Jupyter news" toast and no update check in front of a class (as binder/postBuild does).
+  local settings=".venv/share/jupyter/lab/settings"
+  mkdir -p "$settings"
+  cat > "$settings/overrides.json" <<'JSON'
+{
+  "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
+}
+JSON
 }
