@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import errno
 import json
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ import anyio
 
 from .client import make_request, stream_into
 from .providers import PROVIDERS
-from .recording import replay_into
+from .recording import is_recording, replay_into
 from .state import StreamState
 from .terminal import TerminalPrinter
 
@@ -51,7 +52,20 @@ async def _ask(args: argparse.Namespace, prompt: str) -> int:
     return 0 if state.status == "complete" else 1
 
 
+_SSE_LINE = re.compile(rb"^(data|event|id|retry)?:", re.M)
+
+
+def _check_replayable(path: str) -> None:
+    """A recording, or a raw event stream (some line is an SSE field or comment); else say what it is."""
+    with open(path, "rb") as f:
+        head = f.read(64 * 1024)
+    if is_recording(head) or _SSE_LINE.search(head):
+        return
+    raise ValueError(f"{path} is not a streamwidgets recording or an event stream (record one with `ask --record`)")
+
+
 async def _replay(args: argparse.Namespace) -> int:
+    _check_replayable(args.file)
     state = StreamState()
     printer = TerminalPrinter(state, sys.stdout)
     await replay_into(args.file, state, speed=args.speed, notify=printer.notify)
@@ -166,7 +180,7 @@ def _plain(exc: BaseException) -> str:
     if isinstance(exc, PermissionError):
         return f"permission denied: {exc.filename}"
     if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
-        return "that port is already in use (another server runs there): pass --port with a free one"
+        return "that port is already in use (another server runs there): pass --port 0 for a free one"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror + (f": {exc.filename}" if exc.filename else "")
     return str(exc)

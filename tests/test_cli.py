@@ -351,10 +351,12 @@ def test_serve_answers_models_and_a_streaming_chat(tmp_path: Path) -> None:
         ),
         (("ask", "hi", "--record", "no/such/folder/answer.jsonl"), "no such file: no/such/folder/answer.jsonl"),
         (("ask", "-"), "no question arrived on standard input"),
+        (("replay", "notes.txt"), "notes.txt is not a streamwidgets recording or an event stream"),
     ],
-    ids=["missing-recording", "folder", "api-not-served", "record-folder-missing", "empty-stdin"],
+    ids=["missing-recording", "folder", "api-not-served", "record-folder-missing", "empty-stdin", "not-a-recording"],
 )
 def test_a_mistake_is_one_plain_line_and_exit_2(args, says, tmp_path):
+    (tmp_path / "notes.txt").write_text("Bring the slides.\nCheck the projector.\n")
     run = cli(*args, stdin="\n", cwd=tmp_path)
     assert run.returncode == 2, run.describe()
     assert says in run.stderr and "Traceback" not in run.stderr, run.describe()
@@ -367,6 +369,7 @@ def test_serve_on_a_busy_port_says_so_and_never_announces_a_server():
         busy.listen()
         run = cli("serve", "--port", str(busy.getsockname()[1]), timeout=20)
     assert run.returncode == 2 and "already in use" in run.stderr and "Traceback" not in run.stderr, run.describe()
+    assert "--port 0" in run.stderr, "the message names the fix"
     assert "embedded provider on" not in run.stdout
 
 
