@@ -40,3 +40,10 @@ def test_the_readme_provider_table_matches_the_presets():
     rows = re.findall(r"^\| `(\w+)` \| [^|]+ \| ([a-z, ]+) \|", README, re.M)
     table = {name: tuple(api.strip() for api in apis.split(",")) for name, apis in rows}
     assert table == {name: p.apis for name, p in PROVIDERS.items()}
+
+
+def test_the_teachers_table_lists_every_demo_scenario():
+    from streamwidgets.server._scenarios import SCENARIOS
+
+    listed = set(re.findall(r"^\| `(demo[\w-]*)` \|", README, re.M))
+    assert listed == {*SCENARIOS, "demo-http-NNN"}
