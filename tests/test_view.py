@@ -756,6 +756,23 @@ def test_a_custom_server_is_labelled_by_its_host_and_zero_usage_details_are_hidd
     assert state.usage is not None and state.usage.cached_tokens == 0  # the data keeps it
 
 
+def test_an_offline_stand_in_and_a_replay_wear_a_badge_in_the_header_and_the_saved_answer():
+    state = StreamState()
+    view = StreamView(
+        state, model="gpt-4.1-mini", provider="openai", note="Offline demo: no key.", badge="offline demo"
+    )
+    feed(state, TextDelta("Hi"), Terminator())
+    state.close()
+    view.refresh(1.0)
+    line = view.header.widget.value.split('<div class="sw-header-note">')[0]
+    assert line.index('<span class="sw-badge">offline demo</span>') < line.index("gpt-4.1-mini")
+    bundle = final_bundle(view.widget, view.text, state, "gpt-4.1-mini", "offline demo")
+    assert bundle["text/plain"].endswith("[offline demo · gpt-4.1-mini · done · about 1 tokens]")
+    hostile = StreamView(StreamState(), badge="<img src=x onerror=alert(1)>")
+    hostile.refresh(0.0)
+    assert "<img" not in hostile.header.widget.value
+
+
 def test_the_terminal_writes_at_most_once_per_interval_on_its_clock():
     now = [100.0]
     state, out = StreamState(), io.StringIO()

@@ -89,6 +89,7 @@ class ChatPanel:
             max_tokens=request.max_tokens,
             citation_markers=request.provider.citation_markers,
             note=request.offline_note,
+            badge="offline demo" if request.offline_note else None,
             max_fps=self._max_fps,
             style=False,
         )

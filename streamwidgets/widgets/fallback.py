@@ -27,9 +27,10 @@ def _widget_part(widget: Any) -> dict[str, Any]:
     return {WIDGET_MIMETYPE: widget._repr_mimebundle_()[WIDGET_MIMETYPE]}
 
 
-def status_line(state: StreamState, model: Optional[str]) -> str:
-    """ "demo · done · 412 tokens" — plain text; the model name is the one that was requested."""
-    parts = [model] if model else []
+def status_line(state: StreamState, model: Optional[str], badge: Optional[str] = None) -> str:
+    """ "offline demo · gpt-4.1-mini · done · 412 tokens" — plain text; the model name is the one
+    that was requested, and the badge says when the answer came from a stand-in or a replay."""
+    parts = [p for p in (badge, model) if p]
     parts.append(STATUS_WORDS.get(state.phase, state.phase))
     tokens, estimated = state.completion_tokens
     if tokens:
@@ -43,9 +44,11 @@ def placeholder_bundle(widget: Any, model: Optional[str]) -> dict[str, Any]:
     return {**_widget_part(widget), "text/plain": f"[streaming an answer{who}; the live view needs a running kernel]"}
 
 
-def final_bundle(widget: Any, text: str, state: StreamState, model: Optional[str]) -> dict[str, Any]:
+def final_bundle(
+    widget: Any, text: str, state: StreamState, model: Optional[str], badge: Optional[str] = None
+) -> dict[str, Any]:
     """After the end: the same widget, plus the answer as text/plain, text/markdown and safe text/html."""
-    status = status_line(state, model)
+    status = status_line(state, model, badge)
     plain = text if len(text) <= _PLAIN_LIMIT else text[: _PLAIN_LIMIT - 1] + "…"
     markdown_status = _MARKDOWN_SPECIAL.sub(r"\\\1", status)
     return {

@@ -47,11 +47,18 @@ def header_html(
     api: Optional[str] = None,
     part: int = 1,
     note: Optional[str] = None,
+    badge: Optional[str] = None,
 ) -> str:
-    """The header's HTML. Model and provider names come from the stream, so they are escaped."""
+    """The header's HTML. Model and provider names come from the stream, so they are escaped.
+
+    `badge` ("offline demo", "replay") says up front where the answer comes from, so that a
+    stand-in is never mistaken for the real provider; `note` explains it on a line of its own.
+    """
     phase = state.phase
     live = phase in _LIVE
     items = []
+    if badge:
+        items.append(f'<span class="sw-badge">{escape_html(formatting.shorten(badge, _MAX_NAME))}</span>')
     name = state.model or model
     api_html = f'<span class="sw-api">{escape_html(formatting.shorten(api, _MAX_NAME))}</span>' if api else ""
     if name:

@@ -85,6 +85,7 @@ def show(
         max_tokens=request.max_tokens,
         citation_markers=request.provider.citation_markers,
         note=request.offline_note,
+        badge="offline demo" if request.offline_note else None,
         max_fps=max_fps,
     )
 
@@ -118,6 +119,7 @@ def show_replay(
 
     meta = recording_meta(source)  # a recording names its provider, API and model
     model, provider, api = model or meta.get("model"), provider or meta.get("provider"), api or meta.get("api")
+    when = meta.get("recorded_at")
     return show_runner(
         runner,
         out=out,
@@ -125,6 +127,10 @@ def show_replay(
         model=model,
         provider=provider,
         api=api,
+        badge="replay",
+        note=f"Replay of a recording made {str(when).replace('T', ' ').rstrip('Z')} UTC."
+        if when
+        else "Replay of a recording.",
         citation_markers=citation_markers,
         max_fps=max_fps,
     )
@@ -188,7 +194,7 @@ def show_runner(
     handle.displayed_in = getattr(shell, "execution_count", None)
 
     def publish_answer(done: StreamHandle) -> None:
-        bundle = final_bundle(view.widget, done.text, done.state, model)
+        bundle = final_bundle(view.widget, done.text, done.state, model, view_options.get("badge"))
         update_display(bundle, raw=True, display_id=display_id)
 
     handle.add_done_callback(publish_answer)

@@ -58,6 +58,16 @@ _SOURCE = """
 }
 .sw-model { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
 .sw-api { font-weight: normal; }
+.sw-badge {
+  font-weight: 600;
+  text-transform: uppercase;
+  letter-spacing: 0.04em;
+  font-size: var(--jp-ui-font-size0, 11px);
+  padding: 0 6px;
+  border-radius: 3px;
+  color: var(--jp-ui-inverse-font-color0, #fff);
+  background: var(--jp-warn-color1, #f57c00);
+}
 .sw-provider { color: var(--jp-ui-font-color2, inherit); }
 .sw-status { font-weight: 600; }
 .sw-status-waiting, .sw-status-thinking, .sw-status-answering { color: var(--jp-brand-color1, #1976d2); }

@@ -66,6 +66,7 @@ class StreamView:
         max_tokens: Optional[int] = None,
         citation_markers: bool = False,
         note: Optional[str] = None,
+        badge: Optional[str] = None,
         max_fps: float = 20.0,
         slow_fps: float = 1.0,
         max_bytes_per_second: float = 24_000.0,
@@ -85,7 +86,7 @@ class StreamView:
         self._carried_text = ""
         self._prefix_reasoning = ""
         self._prefix_sources: list[Source] = []
-        self._labels = {"model": model, "provider": provider, "api": api, "note": note}
+        self._labels = {"model": model, "provider": provider, "api": api, "note": note, "badge": badge}
         self._max_tokens = max_tokens
         self._citation_markers = citation_markers
         state = state if state is not None else StreamState(model=model, provider=provider)
@@ -327,6 +328,7 @@ class StreamView:
             api=labels["api"],
             part=max(1, len(self._segments)),
             note=labels["note"],
+            badge=labels["badge"],
         )
 
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
