@@ -293,11 +293,10 @@ def screenshot_cells() -> list[str]:
     from the embedded provider's Venym imitation (its `:online` models send sources)."""
     return [
         dedent("""\
-            from streamwidgets.server import start_server
             from streamwidgets.widgets import show
 
             handle = show("How do server-sent events work?", provider="venym", model="venym/demo-reasoning:online",
-                          base_url=start_server().flavor_url("venym"), demo={"tokens_per_second": 60})"""),
+                          offline=True, demo={"tokens_per_second": 60})"""),
     ]
 
 
