@@ -10,7 +10,7 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
@@ -18,15 +18,13 @@ from typing import Any, Optional, Union
 import anyio
 import httpx
 
-from ._json import loads
-from .dialects import Dialect, Normalizer, dialect_class
+from .dialects import WHOLE_BODY_LIMIT, Dialect, Normalizer, dialect_class
 from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
-from .events import ErrorEvent, Event, Terminator, TextDelta
+from .events import ErrorEvent, Event, Problem, Terminator, TextDelta
 from .feed import Feed, Item, StreamBroke, drain
 from .providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from .recording import Recorder
-from .sse import ServerSentEvent
 from .state import StreamState, joined_text
 
 __all__ = [
@@ -262,7 +260,7 @@ async def _client(client: Optional[httpx.AsyncClient], request: StreamRequest) -
 
 async def _response_items(
     http: httpx.AsyncClient, request: StreamRequest, normalizer: Normalizer, recorder: Optional[Recorder]
-) -> AsyncIterator[Item]:
+) -> AsyncGenerator[Item, None]:
     """The body's bytes per network read, or the events that stand for a failed request; raise
     `StreamBroke` when the stream breaks."""
     try:
@@ -274,8 +272,8 @@ async def _response_items(
                 yield [error_from_http(response.status_code, body, response.headers)]
                 return
             content_type = response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type:
-                body = await _read_limited(response)
+            if not _is_event_stream(content_type):
+                body = await _read_limited(response, WHOLE_BODY_LIMIT)
                 yield _not_a_stream(normalizer, body, content_type)
                 return
             async for chunk in response.aiter_raw():
@@ -299,28 +297,28 @@ async def _response_items(
         ) from None
 
 
+def _is_event_stream(content_type: str) -> bool:
+    """Whether a Content-Type names an event stream. Media types are case-insensitive
+    (`Text/Event-Stream; charset=utf-8` is one), and parameters do not change the type."""
+    return content_type.partition(";")[0].strip().lower() == "text/event-stream"
+
+
 def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> list[Event]:
-    """A 2xx that is not an event stream: a whole JSON answer (stream ignored) or an error page."""
-    try:
-        obj = loads(body.decode("utf-8", "replace")) if body.strip()[:1] == b"{" else None
-    except ValueError:
-        obj = None
-    if isinstance(obj, dict) and normalizer.dialect is not None:
-        events = normalizer.dialect.translate(ServerSentEvent("message", body.decode("utf-8", "replace")))
-        if obj.get("error") is None:
-            events.append(Terminator())
-        return events
+    """A 2xx that is not an event stream: a whole JSON answer or error (read as `parse()` reads
+    one, by the normalizer) — or a page, which is an error that names what arrived."""
+    what = content_type or "no content type"
+    whole = normalizer.read_whole_body(body)
+    if whole.events:
+        return [Problem(f"expected an event stream but got {what}: {whole.looks_like}"), *whole.events]
     summary = summarize_body(body.decode("utf-8", "replace").strip()) or "an empty body"
-    return [
-        ErrorEvent(f"Expected an event stream but got {content_type or 'no content type'}: {summary}", "not_a_stream")
-    ]
+    return [ErrorEvent(f"Expected an event stream but got {what}: {summary}", "not_a_stream")]
 
 
-async def _read_limited(response: httpx.Response) -> bytes:
+async def _read_limited(response: httpx.Response, limit: int = _ERROR_BODY_LIMIT) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_raw():
         body += chunk
-        if len(body) >= _ERROR_BODY_LIMIT:
+        if len(body) >= limit:
             break
     return bytes(body)
 
@@ -343,12 +341,17 @@ async def astream(prompt: Union[Prompt, StreamRequest], **options: Any) -> Async
     request = prompt if isinstance(prompt, StreamRequest) else make_request(prompt, **options)
     normalizer = Normalizer(request.api, request.provider)
     async with _client(None, request) as http:
+        items = _response_items(http, request, normalizer, None)
         try:
-            async for item in _response_items(http, request, normalizer, None):
+            async for item in items:
                 for event in normalizer.feed(item) if isinstance(item, bytes) else item:
                     yield event
+                    if type(event) is Terminator:
+                        return  # the answer is complete, even if the server keeps the body open
         except StreamBroke:
             pass
+        finally:
+            await items.aclose()  # closes the response, and so the connection
         for event in normalizer.close():
             yield event
 

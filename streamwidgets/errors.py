@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._json import loads
 from .events import ErrorEvent
+from .sse import SSEDecoder
 
 if TYPE_CHECKING:
     from .state import StreamState
@@ -72,8 +73,11 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
 
 
 def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str]] = None) -> ErrorEvent:
-    """A readable error from a non-2xx response: its JSON envelope, or a one-line summary of the body."""
-    retry_after = retry_after_seconds((headers or {}).get("retry-after"))
+    """A readable error from a non-2xx response: its JSON envelope — also when it came as an
+    error event in an event-stream body (LiteLLM's HTTP 500 when a stream fails to start) — or a
+    one-line summary of the body."""
+    headers = headers or {}
+    retry_after = retry_after_seconds(headers.get("retry-after"))
     text = body.decode("utf-8", "replace").strip()
     obj: Any = None
     if text[:1] in "{[":
@@ -81,6 +85,8 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
             obj = loads(text)
         except ValueError:
             obj = None
+    elif text.startswith(("data:", "event:")) or "event-stream" in headers.get("content-type", "").lower():
+        obj = _error_event(text)
     if isinstance(obj, dict) and ("error" in obj or "message" in obj):
         event = error_from_object(obj, status, retry_after)
         if event.message != "unknown error":
@@ -89,6 +95,22 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
     summary = summarize_body(text)
     message = f"{reason} — {summary}" if summary else reason
     return ErrorEvent(message, None, status, retry_after)
+
+
+def _error_event(text: str) -> Optional[dict[str, Any]]:
+    """The first error object in an event-stream body (even its last block without a blank line)."""
+    decoder = SSEDecoder()
+    events = decoder.feed(text.encode("utf-8")) + decoder.close()
+    if decoder.unterminated is not None:
+        events.append(decoder.unterminated)
+    for sse in events:
+        try:
+            obj = loads(sse.data)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and (obj.get("error") is not None or sse.event == "error"):
+            return obj
+    return None
 
 
 def retry_after_seconds(value: Optional[str]) -> Optional[float]:

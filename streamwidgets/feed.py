@@ -4,14 +4,15 @@ the objects of an openai / anthropic SDK stream — enters the same `Feed`.
 `Feed` is sans-IO: it turns bytes into normalized events (through a `Normalizer`), folds them into
 a `StreamState` with the time they arrived, and calls `notify()` so that a view can redraw.
 `drain()` is its async driver: it reads an async iterable of items, and settles how the stream
-ended — the end of the items, a broken stream (`StreamBroke`), a surprise (an exception), or a
-cancel, which closes the state as cancelled and propagates.
+ended — the terminator (the answer is complete at once: reading stops and the source is closed,
+even if the server keeps the body open), the end of the items, a broken stream (`StreamBroke`),
+a surprise (an exception), or a cancel, which closes the state as cancelled and propagates.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from typing import Optional, Union
 
 from .dialects import Normalizer
@@ -57,7 +58,10 @@ class Feed:
         self.state.begin(self.now())
 
     def push(self, item: Item) -> None:
-        """Fold one network read (or ready-made events) into the state."""
+        """Fold one network read (or ready-made events) into the state. Nothing after the
+        terminator is part of the answer, so once it came, reads are not even decoded."""
+        if self.state.terminated:
+            return
         events = self.normalizer.feed(item) if isinstance(item, bytes) else item
         if events:
             self.state.extend(events, self.now())
@@ -89,6 +93,30 @@ def _surprise(exc: Exception) -> ErrorEvent:
     return ErrorEvent(f"{type(exc).__name__}: {exc}", "internal_error")
 
 
+async def _finish_source(
+    source: AsyncIterator[Item], feed: Feed, describe: Callable[[Exception], ErrorEvent], *, read_on: bool
+) -> None:
+    """Let go of a source after the terminator: the state is closed already, so nothing read
+    from here on counts.
+
+    Our own sources (the client's response, a replay) are async generators: closing one exits
+    its `async with` blocks, so the HTTP response, and with it the connection, is closed now —
+    not when the server ends the body, nor when the generator is collected. An SDK stream
+    (`read_on`) is different: only the SDK can close its response, and leaving its iterators
+    suspended makes them fail when they are collected; so it is read to its end, ignored.
+    """
+    try:
+        if read_on:
+            async for _ in source:
+                pass
+            return
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    except Exception as exc:  # the answer is complete; a failure after it is only worth a warning
+        feed.state.note(f"after the stream ended: {describe(exc).message}")
+
+
 async def drain(
     items: AsyncIterable[Item],
     feed: Feed,
@@ -103,12 +131,23 @@ async def drain(
     the state's own words); a
     `StreamBroke` from the source gives its own; any other exception becomes the state's error
     (through `describe`, which may redact). A cancel closes the state as cancelled and re-raises.
+
+    The terminator ends the answer: the state is closed at once (the view says complete), then
+    the source is let go (`_finish_source`), so a server that keeps the body open after
+    `[DONE]`, `message_stop` or `response.completed` costs no wait for the stall timeout. This
+    is the one place that stops at the terminator, for live streams, replays and SDK streams
+    alike. `done_swallowed` marks an SDK stream (the SDKs hide chat's `[DONE]`), which is read on.
     """
     import anyio  # the async edge only: the sans-IO Feed above needs no event loop
 
+    source = aiter(items)
     try:
-        async for item in items:
+        async for item in source:
             feed.push(item)
+            if feed.state.terminated:
+                break
+        else:
+            return feed.end(ended, done_swallowed=done_swallowed)
     except anyio.get_cancelled_exc_class():
         feed.cancel()
         raise
@@ -117,4 +156,6 @@ async def drain(
     except Exception as exc:  # a bug or a surprise must still end up in the state, with the answer kept
         feed.state.apply(describe(exc), feed.now())
         return feed.end(ended)
-    return feed.end(ended, done_swallowed=done_swallowed)
+    state = feed.end(ended)  # complete now, before the source is let go
+    await _finish_source(source, feed, describe, read_on=done_swallowed)
+    return state

@@ -36,7 +36,9 @@ def parse(
     raw `text/event-stream` body or to a streamwidgets recording (see `recording.py`).
     `dialect` (chat / responses / messages) is detected from the first event when not given;
     `provider` switches on that provider's few own rules. Malformed input never raises: it
-    ends up in `state.warnings`, and everything readable is kept.
+    ends up in `state.warnings`, and everything readable is kept. A body that is no event stream
+    at all says so in a warning ("this is not an event stream: it looks like an HTML page: …");
+    a whole JSON answer (a server that ignored `stream`) is read as the client reads one.
     """
     recording = as_recording(source)
     if recording is not None:

@@ -91,13 +91,48 @@ def joined_text(carried: str, text: str) -> str:
     return text if not carried or text.startswith(carried) else carried + text
 
 
-@dataclass
 class ToolCall:
-    """A client-executed tool call; `arguments` is the exact concatenated string."""
+    """A client-executed tool call; `arguments` is the exact concatenated string.
 
-    id: Optional[str]
-    name: Optional[str]
-    arguments: str = ""
+    The arguments arrive in fragments (often one byte each), so they are kept as pieces (appended
+    by `StreamState.apply`) and joined when read, as the answer text is: `str +=` per fragment
+    copied the whole string each time, and a million one-byte fragments took minutes, not seconds.
+    """
+
+    __slots__ = ("_length", "_pieces", "id", "name")
+
+    def __init__(self, id: Optional[str], name: Optional[str], arguments: str = "") -> None:
+        self.id = id
+        self.name = name
+        self._pieces = [arguments] if arguments else []
+        self._length = len(arguments)
+
+    @property
+    def arguments(self) -> str:
+        pieces = self._pieces
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0] if pieces else ""
+
+    @arguments.setter
+    def arguments(self, value: str) -> None:
+        self._pieces = [value] if value else []
+        self._length = len(value)
+
+    @property
+    def arguments_length(self) -> int:
+        """`len(arguments)` without joining the pieces."""
+        return self._length
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolCall):
+            return NotImplemented
+        return (self.id, self.name, self.arguments) == (other.id, other.name, other.arguments)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value, so not hashable
+
+    def __repr__(self) -> str:
+        return f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"
 
 
 @dataclass(frozen=True)
@@ -133,7 +168,6 @@ class StreamState:
     model: Optional[str] = None
     provider: Optional[str] = None
     response_id: Optional[str] = None
-    refusal: Optional[str] = None
     sources: list[Source] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Optional[Usage] = None
@@ -156,13 +190,20 @@ class StreamState:
     version: int = 0
 
     def __post_init__(self) -> None:
+        # Every growing text is a list of pieces joined when read: linear however it is cut.
         self._text: list[str] = []
         self._reasoning: list[str] = []
+        self._refusal: list[str] = []
         self._text_len = 0
         self._reasoning_len = 0
+        self._refusal_len = 0
         self._source_urls: set[str] = set()
         self._tool_keys: dict[ToolCallKey, ToolCall] = {}
-        self._closed = False
+        #: Output characters when the latest usage arrived (is the reported count still current?).
+        self._chars_at_usage = 0
+        self._over = False  # the terminator came or the state was closed: later events are ignored
+        # Keep the instance under 30 attributes: CPython (3.11) stops sharing the keys of a larger
+        # instance dict, and every attribute read in `apply` gets ~10% slower. Closed is `done`.
 
     # ------------------------------------------------------------------ reading
 
@@ -179,6 +220,19 @@ class StreamState:
         if len(self._reasoning) > 1:
             self._reasoning[:] = ["".join(self._reasoning)]
         return self._reasoning[0] if self._reasoning else ""
+
+    @property
+    def refusal(self) -> Optional[str]:
+        """The refusal text when the provider streamed one apart from the answer, else None."""
+        pieces = self._refusal
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0] if pieces else None
+
+    @refusal.setter
+    def refusal(self, value: Optional[str]) -> None:
+        self._refusal = [value] if value else []
+        self._refusal_len = len(value or "")
 
     @property
     def text_length(self) -> int:
@@ -206,7 +260,7 @@ class StreamState:
         status = self.status
         if status == "complete" or status == "incomplete" or status == "error" or status == "cancelled":
             return status
-        if self._text_len or self.tool_calls or self.refusal:
+        if self._text_len or self.tool_calls or self._refusal:
             return "answering"
         if self._reasoning_len:
             return "thinking"
@@ -220,17 +274,25 @@ class StreamState:
     @property
     def estimated_completion_tokens(self) -> int:
         """About four characters per token, as providers estimate when no usage arrived."""
-        chars = self._text_len + self._reasoning_len + sum(len(t.arguments) for t in self.tool_calls)
-        if self.refusal:
-            chars += len(self.refusal)
-        return math.ceil(chars / 4)
+        return math.ceil(self._output_chars() / 4)
 
     @property
     def completion_tokens(self) -> tuple[int, bool]:
-        """(tokens, estimated): the reported completion tokens, or an estimate when none came."""
-        if self.usage is not None and self.usage.completion_tokens is not None:
-            return self.usage.completion_tokens, False
-        return self.estimated_completion_tokens, True
+        """(tokens, estimated): the best count known of the tokens written so far.
+
+        The reported count when it is the provider's last word (the stream completed) or still
+        covers all the output; an estimate when none came. A report that output arrived after,
+        on a stream that is live or ended short, is stale — Messages opens with a placeholder
+        `output_tokens: 1`, and a cut connection never sends the real count — so the larger of
+        it and the estimate is the best count, and it is called an estimate. `usage` itself
+        always stays as reported.
+        """
+        reported = self.usage.completion_tokens if self.usage is not None else None
+        if reported is None:
+            return self.estimated_completion_tokens, True
+        if (self.terminated and self.error is None) or self._output_chars() <= self._chars_at_usage:
+            return reported, False
+        return max(reported, self.estimated_completion_tokens), True
 
     @property
     def time_to_first_token(self) -> Optional[float]:
@@ -302,14 +364,16 @@ class StreamState:
         self.started_at = now
 
     def apply(self, event: Event, now: Optional[float] = None) -> None:
-        """Fold one normalized event into the state. Events after the end are ignored."""
-        if self._closed:
+        """Fold one normalized event into the state. Events after the end are ignored, and so
+        are events after the terminator: the answer is complete, and the same bytes must give
+        the same state whether the reader stopped at the terminator or read on."""
+        if self._over:
             return
         self.version += 1
         if now is not None:
             self.last_event_at = now
         # `type(...) is` rather than isinstance: the events are final classes, and TextDelta
-        # (the hot path) is decided by the first comparison.
+        # (the hot path) is decided by the first comparison; the other per-token events follow.
         if type(event) is TextDelta:
             text = event.text
             if text:
@@ -322,12 +386,33 @@ class StreamState:
                 self._reasoning.append(event.text)
                 self._reasoning_len += len(event.text)
                 self._token(now)
+        elif type(event) is ToolCallDelta:
+            # Most fragments only add arguments (often a byte) to a known call, so that path is
+            # inline, `_token` too: a call streamed a byte at a time costs about what text does
+            # (benchmarks/bench_accumulators.py).
+            call = self._tool_keys.get(event.key)
+            if call is None or event.id or event.name:
+                call = self._tool_call(event)
+            arguments = event.arguments
+            if arguments:
+                call._pieces.append(arguments)
+                call._length += len(arguments)
+            if now is not None:  # `_token(now)`, inlined
+                if self.first_token_at is None:
+                    self.first_token_at = now
+                self.last_token_at = now
+            if self.status == "waiting":
+                self.status = "streaming"
+        elif type(event) is RefusalDelta:
+            if event.text:
+                self._refusal.append(event.text)
+                self._refusal_len += len(event.text)
+                self._token(now)
         elif type(event) is Heartbeat:
             self.heartbeats += 1
         elif type(event) is UsageReport:
             self.usage = event.usage
-        elif type(event) is ToolCallDelta:
-            self._tool(event, now)
+            self._chars_at_usage = self._output_chars()
         elif type(event) is SourcesFound:
             for source in event.sources:
                 if source.url not in self._source_urls:
@@ -336,14 +421,10 @@ class StreamState:
         elif type(event) is Finish:
             self.finish_reason = event.reason
         elif type(event) is Terminator:
-            self.terminated = True
+            self.terminated = self._over = True
         elif type(event) is ErrorEvent:
             if self.error is None:  # the first error is the cause; later ones are echoes
                 self.error = StreamErrorInfo(event.message, event.code, event.http_status, event.retry_after)
-        elif type(event) is RefusalDelta:
-            if event.text:
-                self.refusal = (self.refusal or "") + event.text
-                self._token(now)
         elif type(event) is Started:
             self.model = event.model or self.model
             self.response_id = event.response_id or self.response_id
@@ -361,9 +442,9 @@ class StreamState:
 
     def close(self, *, cancelled: bool = False, reason: Optional[str] = None, now: Optional[float] = None) -> None:
         """End the stream and settle its status: an error always wins, then a cancel, then the terminator."""
-        if self._closed:
+        if self.done:
             return
-        self._closed = True
+        self._over = True
         self.version += 1
         if now is not None:
             self.ended_at = now
@@ -379,6 +460,10 @@ class StreamState:
 
     # ------------------------------------------------------------------ helpers
 
+    def _output_chars(self) -> int:
+        tools = sum(call.arguments_length for call in self.tool_calls)
+        return self._text_len + self._reasoning_len + tools + self._refusal_len
+
     def _token(self, now: Optional[float]) -> None:
         if self.status == "waiting":
             self.status = "streaming"
@@ -387,7 +472,9 @@ class StreamState:
                 self.first_token_at = now
             self.last_token_at = now
 
-    def _tool(self, delta: ToolCallDelta, now: Optional[float]) -> None:
+    def _tool_call(self, delta: ToolCallDelta) -> ToolCall:
+        """The call a fragment belongs to (a new one for a new key); it learns its id and name
+        from the first fragment that carries them."""
         call = self._tool_keys.get(delta.key)
         if call is None:
             call = ToolCall(delta.id, delta.name, "")
@@ -398,5 +485,4 @@ class StreamState:
                 call.id = delta.id
             if delta.name and not call.name:
                 call.name = delta.name
-        call.arguments += delta.arguments
-        self._token(now)
+        return call

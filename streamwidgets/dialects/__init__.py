@@ -6,18 +6,19 @@ normalized events.
 `Normalizer` is the pipeline's middle: bytes in (through `SSEDecoder`), normalized events out.
 It detects the dialect from the first event that tells, unless the caller names it, and turns
 the decoder's side channels (comments, an unterminated last block, llama.cpp's legacy `error:`
-field line) into events too.
+field line) into events too. A body that turns out to be no event stream at all (a whole JSON
+answer, an HTML page, plain text) says so, and a whole answer is read (`read_whole_body`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, Optional, Protocol, Union
+from typing import Any, ClassVar, NamedTuple, Optional, Protocol, Union
 
 from .._json import loads
-from ..errors import error_from_object
-from ..events import Event, Heartbeat, Problem, Terminator
+from ..errors import error_from_object, summarize_body
+from ..events import ErrorEvent, Event, Heartbeat, Problem, Terminator
 from ..providers import APIS, Auth, Provider, get_provider
 from ..sse import ServerSentEvent, SSEDecoder
 from ._request import Messages
@@ -31,9 +32,11 @@ __all__ = [
     "ResponsesDialect",
     "MessagesDialect",
     "Normalizer",
+    "WholeBody",
     "detect_dialect",
     "dialect_class",
     "DIALECTS",
+    "WHOLE_BODY_LIMIT",
 ]
 
 DIALECTS = APIS
@@ -71,6 +74,8 @@ class Dialect(Protocol):
 
     def finish(self) -> list[Event]: ...
 
+    def answer(self, data: str) -> list[Event]: ...
+
 
 _CLASSES: dict[str, Any] = {"chat": ChatDialect, "responses": ResponsesDialect, "messages": MessagesDialect}
 
@@ -107,9 +112,38 @@ def detect_dialect(sse: ServerSentEvent) -> Optional[str]:
             return "responses"
         if kind in _MESSAGES_EVENTS:
             return "messages"
-    if "choices" in obj or str(obj.get("object", "")).startswith(("chat.completion", "venym.")):
+    if "choices" in obj or _object_starts(obj, ("chat.completion", "venym.")):
         return "chat"
     return None
+
+
+def _object_starts(obj: Mapping[str, Any], prefixes: tuple[str, ...]) -> bool:
+    kind = obj.get("object")  # not str(...): a hostile list 1,000 deep has no printable repr
+    return isinstance(kind, str) and kind.startswith(prefixes)
+
+
+def _answer_dialect(obj: Mapping[str, Any]) -> Optional[str]:
+    """The dialect of a whole, non-streamed answer object, or None when it is none of theirs."""
+    if "choices" in obj or _object_starts(obj, ("chat.completion",)):
+        return "chat"
+    if obj.get("object") == "response":
+        return "responses"
+    if obj.get("type") == "message":
+        return "messages"
+    return None
+
+
+#: The most of a body kept to read it whole when it is no event stream (a long JSON answer fits).
+WHOLE_BODY_LIMIT = 1 << 22
+_TOO_DEEP = "an event was nested too deeply to read and was skipped"
+
+
+class WholeBody(NamedTuple):
+    """What a body that is no event stream looks like, in words, and the events of the whole
+    answer or error it holds ([] when it holds neither)."""
+
+    looks_like: str
+    events: list[Event]
 
 
 def make_dialect(name: str, provider: Provider) -> Dialect:
@@ -135,6 +169,9 @@ class Normalizer:
         self.decoder = SSEDecoder()
         self.dialect: Optional[Dialect] = make_dialect(dialect, self.provider) if dialect else None
         self._waiting: list[ServerSentEvent] = []  # events seen before the dialect was known
+        # The body's first bytes, kept until an event or a comment shows it is an event stream:
+        # a JSON answer or an HTML page decodes to no event at all, silently, and must not.
+        self._head: Optional[bytearray] = bytearray()
 
     @property
     def dialect_name(self) -> Optional[str]:
@@ -143,13 +180,20 @@ class Normalizer:
     def feed(self, data: bytes) -> list[Event]:
         decoder = self.decoder
         events = decoder.feed(data)
+        if self._head is not None:
+            self._keep_head(data, events)
         if events or decoder.comments or decoder.unknown_fields:
             return self._events(events)
         return []
 
     def close(self) -> list[Event]:
         decoder = self.decoder
-        out = self._events(decoder.close())
+        events = decoder.close()
+        if not events and self._is_no_stream():
+            assert self._head is not None
+            whole = self.read_whole_body(bytes(self._head))
+            return [Problem(f"this is not an event stream: it looks like {whole.looks_like}"), *whole.events]
+        out = self._events(events)
         if self.dialect is None and self._waiting:
             out += self._translate_waiting("chat")
         tail = decoder.unterminated
@@ -162,13 +206,67 @@ class Normalizer:
             out += self.dialect.finish()
         return out
 
+    def read_whole_body(self, body: bytes) -> WholeBody:
+        """Read a body that is no event stream: a whole JSON answer (the server ignored `stream`)
+        or error object becomes its events; anything else is described. The client reads a 2xx
+        body of another content type here, and `close()` a body that held no event."""
+        text = body.decode("utf-8", "replace").lstrip("\ufeff").strip()
+        if text[:1] not in ("{", "["):
+            page = "an HTML page" if text[:1] == "<" else "plain text"
+            return WholeBody(f"{page}: {summarize_body(text) or 'nothing readable'}", [])
+        try:
+            obj = loads(text)
+        except ValueError:
+            return WholeBody(f"JSON that could not be read: {summarize_body(text, 80)}", [])
+        if not isinstance(obj, dict):
+            return WholeBody(f"JSON but no answer ({type(obj).__name__})", [])
+        dialect = self.dialect
+        if dialect is None:
+            dialect = make_dialect(_answer_dialect(obj) or "chat", self.provider)
+        try:
+            events = dialect.answer(text)
+        except RecursionError:  # as in `_translate`: a deep answer is malformed, never an exception
+            return WholeBody("JSON nested too deeply to read", [])
+        if not events and obj.get("error") is not None:
+            events = [error_from_object(obj)]
+        if any(type(e) is ErrorEvent for e in events):
+            return WholeBody("a JSON error", events)
+        if events:
+            return WholeBody("a whole JSON answer (the server did not stream), read as one", events)
+        return WholeBody(f"JSON but no answer: {summarize_body(text, 80)}", [])
+
+    def _keep_head(self, data: bytes, events: list[ServerSentEvent]) -> None:
+        """Keep the first bytes until the body proves to be an event stream (then, never again)."""
+        head = self._head
+        assert head is not None
+        if events or self.decoder.comment_count:
+            self._head = None  # an event stream after all: nothing more to keep
+        elif len(head) < WHOLE_BODY_LIMIT:
+            head += data[: WHOLE_BODY_LIMIT - len(head)]
+
+    def _is_no_stream(self) -> bool:
+        """At the close: nothing of an event stream came (no event, comment, field, or error
+        line), but something did."""
+        decoder = self.decoder
+        return (
+            self._head is not None
+            and not decoder.comment_count
+            and decoder.unterminated is None
+            and decoder.last_event_id is None
+            and decoder.retry is None
+            and bool(self._head.strip())
+        )
+
     def _events(self, events: list[ServerSentEvent]) -> list[Event]:
         decoder = self.decoder
         out: list[Event] = []
         if decoder.comments:
             out.extend(Heartbeat(c.strip()) for c in decoder.take_comments())
         if decoder.unknown_fields:
-            out.extend(self._legacy_fields(decoder.take_unknown_fields()))
+            errors = self._legacy_fields(decoder.take_unknown_fields())
+            if errors:
+                self._head = None  # llama.cpp's `error:` line: an event stream after all
+                out += errors
         if not events:
             return out
         dialect = self.dialect
@@ -186,8 +284,11 @@ class Normalizer:
                 return out
         assert dialect is not None  # known now, or the events waited above
         translate = dialect.translate
-        for sse in events:
-            out += translate(sse)
+        for sse in events:  # the hot loop: a `try` costs nothing until something is raised
+            try:
+                out += translate(sse)
+            except RecursionError:  # JSON is guarded in `_json`; this is for any other reader a deep event trips
+                out.append(Problem(_TOO_DEEP))
         return out
 
     def _translate_waiting(self, name: str) -> list[Event]:
@@ -195,7 +296,10 @@ class Normalizer:
         waiting, self._waiting = self._waiting, []
         out: list[Event] = []
         for sse in waiting:
-            out += self.dialect.translate(sse)
+            try:
+                out += self.dialect.translate(sse)
+            except RecursionError:
+                out.append(Problem(_TOO_DEEP))
         return out
 
     @staticmethod

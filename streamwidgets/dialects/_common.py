@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
+from .._json import TooDeep
 from ..events import Event, Problem, ReasoningDelta, Source, TextDelta
 
 __all__ = ["count", "number", "string", "source", "sources_from", "sub", "ThinkSplitter", "parse_object"]
@@ -48,6 +49,8 @@ def parse_object(data: str, loads: Any) -> Union[dict[str, Any], Problem]:
     """One event's data as a JSON object, or the `Problem` that says what was wrong with it."""
     try:
         obj = loads(data)
+    except TooDeep:
+        return Problem("an event's data was nested too deeply to read and was skipped")
     except ValueError:
         preview = data if len(data) <= 80 else data[:77] + "..."
         return Problem(f"an event's data was not valid JSON and was skipped: {preview!r}")

@@ -7,13 +7,13 @@ simpler and safer than branching on the provider. Each rule below names who need
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .._json import loads
+from .._json import dumps, loads
 from ..errors import error_from_object
 from ..events import (
+    ErrorEvent,
     Event,
     Finish,
     Problem,
@@ -123,6 +123,9 @@ class ChatDialect:
                         out.append(TextDelta(delta["content"]))
                     if choice.get("finish_reason"):
                         self._finish(choice, out)
+                elif type(delta) is dict and len(delta) == 1 and type(delta.get("tool_calls")) is list:
+                    self._tool_calls(delta["tool_calls"], out)  # a fragment of arguments, per token
+                    self._finish(choice, out)
                 else:
                     self._choice(choice, out)
             else:
@@ -144,6 +147,18 @@ class ChatDialect:
     def finish(self) -> list[Event]:
         """End of stream: release text held back by the `<think>` splitter."""
         return self._think.flush() if self._think is not None else []
+
+    def answer(self, data: str) -> list[Event]:
+        """A whole answer instead of a stream (the server ignored `stream`): `choices[].message`
+        reads like one delta, so the chunk reader reads it; complete unless it holds an error.
+        [] when `data` is no chat completion."""
+        obj = parse_object(data, loads)
+        if isinstance(obj, Problem) or not (isinstance(obj.get("choices"), list) or obj.get("error") is not None):
+            return []
+        events = self.translate(ServerSentEvent("message", data)) + self.finish()
+        if not any(type(e) is ErrorEvent for e in events):
+            events.append(Terminator())
+        return events
 
     # ------------------------------------------------------------------ parts
 
@@ -179,9 +194,7 @@ class ChatDialect:
                 out.append(RefusalDelta(refusal))
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
-                for call in calls:
-                    if isinstance(call, dict):
-                        out.append(self._tool_call(call))
+                self._tool_calls(calls, out)
             annotations = delta.get("annotations")
             if isinstance(annotations, list):
                 found = []
@@ -225,7 +238,12 @@ class ChatDialect:
                     if isinstance(text, str) and text:
                         out.append(ReasoningDelta(text))
 
-    def _tool_call(self, call: Mapping[str, Any]) -> ToolCallDelta:
+    def _tool_calls(self, calls: list, out: list[Event]) -> None:
+        for call in calls:
+            if isinstance(call, dict):
+                self._tool_call(call, out)
+
+    def _tool_call(self, call: Mapping[str, Any], out: list[Event]) -> None:
         function = sub(call, "function")
         index = call.get("index")
         call_id = string(call.get("id"))
@@ -240,8 +258,12 @@ class ChatDialect:
         self._tool_key = key
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)  # an object where a string belongs
-        return ToolCallDelta(key, call_id, string(function.get("name")), arguments or "")
+            try:
+                arguments = dumps(arguments)  # an object where a string belongs
+            except ValueError:
+                out.append(Problem("a tool call's arguments were nested too deeply to read and were skipped"))
+                arguments = ""
+        out.append(ToolCallDelta(key, call_id, string(function.get("name")), arguments or ""))
 
     def _perplexity_sources(self, obj: Mapping[str, Any], out: list[Event]) -> None:
         """`search_results` (with titles) win over the bare-URL `citations` list."""

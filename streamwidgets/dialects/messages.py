@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .._json import loads
+from .._json import dumps, loads
 from ..errors import error_from_object
 from ..events import (
     Event,
@@ -28,7 +28,7 @@ from ..events import (
 )
 from ..providers import X_API_KEY, Auth
 from ..sse import ServerSentEvent
-from ._common import count, parse_object, source, string, sub
+from ._common import count, parse_object, source, sources_from, string, sub
 from ._request import Messages, rename_token_limit, split_system
 
 __all__ = ["MessagesDialect", "messages_usage"]
@@ -118,6 +118,45 @@ class MessagesDialect:
         return []  # content_block_stop, unknown future events
 
     def finish(self) -> list[Event]:
+        return []
+
+    def answer(self, data: str) -> list[Event]:
+        """A whole message instead of a stream (the server ignored `stream`): its content blocks in
+        order, read as a stream's `content_block_start` would carry them, then how it ended.
+        [] when `data` is no message."""
+        obj = parse_object(data, loads)
+        if isinstance(obj, Problem):
+            return []
+        if obj.get("type") == "error" or isinstance(obj.get("error"), dict):
+            return [error_from_object(obj)]
+        blocks = obj.get("content")
+        if obj.get("type") != "message" or not isinstance(blocks, list):
+            return []
+        out: list[Event] = [Started(string(obj.get("model")), string(obj.get("id")))]
+        for index, block in enumerate(blocks):
+            if isinstance(block, dict):
+                out += self._start(index, block)
+                out += self._whole_block(index, block)
+        reason = obj.get("stop_reason")
+        if isinstance(reason, str) and reason:
+            out.append(Finish(reason))
+        out += self._merge_usage(sub(obj, "usage"))
+        out.append(Terminator())
+        return out
+
+    @staticmethod
+    def _whole_block(index: int, block: Mapping[str, Any]) -> list[Event]:
+        """What a whole block holds beyond its start: a tool call's real `input`, a text's citations."""
+        if block.get("type") == "tool_use" and "input" in block:
+            try:
+                arguments = dumps(block["input"])
+            except ValueError:
+                return [Problem("a tool call's input was nested too deeply to read and was skipped")]
+            return [ToolCallDelta(("block", index), arguments=arguments)]
+        citations = block.get("citations")
+        if isinstance(citations, list):
+            found = sources_from(c for c in citations if isinstance(c, dict))
+            return [SourcesFound(tuple(found))] if found else []
         return []
 
     def _start(self, index: Any, block: Mapping[str, Any]) -> list[Event]:

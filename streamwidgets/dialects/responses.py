@@ -8,7 +8,7 @@ are function calls, and whether their arguments already arrived as deltas.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 from .._json import loads
 from ..errors import error_from_object
@@ -19,6 +19,7 @@ from ..events import (
     Problem,
     ReasoningDelta,
     RefusalDelta,
+    Source,
     SourcesFound,
     Started,
     Terminator,
@@ -49,6 +50,13 @@ def responses_usage(usage: Mapping[str, Any]) -> Usage:
         count(sub(usage, "output_tokens_details").get("reasoning_tokens")),
         None,
     )
+
+
+def _citation(note: Any) -> Optional[Source]:
+    """A flat `url_citation` annotation as a source (other annotation types are no web sources)."""
+    if not isinstance(note, dict) or note.get("type", "url_citation") != "url_citation":
+        return None
+    return source(note.get("url"), note.get("title"))
 
 
 _TEXT: dict[str, Callable[[str], Event]] = {
@@ -116,12 +124,7 @@ class ResponsesDialect:
                 return [ToolCallDelta(item, arguments=obj["arguments"])]
             return []
         if kind == "response.output_text.annotation.added":
-            note = sub(obj, "annotation")
-            s = (
-                source(note.get("url"), note.get("title"))
-                if note.get("type", "url_citation") == "url_citation"
-                else None
-            )
+            s = _citation(sub(obj, "annotation"))
             return [SourcesFound((s,))] if s is not None else []
         if kind in ("response.created", "response.in_progress"):
             return self._started_event(sub(obj, "response"))
@@ -135,6 +138,50 @@ class ResponsesDialect:
 
     def finish(self) -> list[Event]:
         return []
+
+    def answer(self, data: str) -> list[Event]:
+        """A whole response object instead of a stream (the server ignored `stream`): its output
+        items in order, then its status read as the matching terminal event. A response still
+        `in_progress` or `queued` has no proper end yet. [] when `data` is no response."""
+        obj = parse_object(data, loads)
+        if isinstance(obj, Problem):
+            return []
+        items = obj.get("output")
+        if obj.get("object") != "response" or not isinstance(items, list):
+            return [error_from_object(obj)] if isinstance(obj.get("error"), dict) else []
+        out = self._started_event(obj)
+        for item in items:
+            if isinstance(item, dict):
+                out += self._whole_item(item)
+        status = obj.get("status") or "completed"
+        if status in ("completed", "incomplete", "failed"):
+            out += self._terminal(f"response.{status}", obj)
+        return out
+
+    def _whole_item(self, item: Mapping[str, Any]) -> list[Event]:
+        """One finished output item: a message's text, refusal and citations, a reasoning item's
+        summary, or a function call."""
+        kind = item.get("type")
+        if kind == "function_call":
+            return self._item(item, True)
+        out: list[Event] = []
+        for key in ("content", "summary"):
+            parts = item.get(key)
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, dict):
+                    self._whole_part(part, kind == "reasoning", out)
+        return out
+
+    @staticmethod
+    def _whole_part(part: Mapping[str, Any], reasoning: bool, out: list[Event]) -> None:
+        text, refusal, notes = part.get("text"), part.get("refusal"), part.get("annotations")
+        if part.get("type") == "refusal" and isinstance(refusal, str) and refusal:
+            out.append(RefusalDelta(refusal))
+        elif isinstance(text, str) and text:
+            out.append(ReasoningDelta(text) if reasoning else TextDelta(text))
+        found = [s for s in map(_citation, notes if isinstance(notes, list) else ()) if s is not None]
+        if found:
+            out.append(SourcesFound(tuple(found)))
 
     def _started_event(self, response: Mapping[str, Any]) -> list[Event]:
         if self._started:
