@@ -9,6 +9,7 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -142,7 +143,7 @@ def make_request(
     model: Optional[str] = None,
     api: Optional[str] = None,
     base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
+    api_key: Union[str, Secret, None] = None,
     system: Optional[str] = None,
     offline: Optional[bool] = None,
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
@@ -169,6 +170,9 @@ def make_request(
     if system:
         messages.insert(0, {"role": "system", "content": system})
     key = api_key if api_key is not None else (os.environ.get(preset.key_env) if preset.key_env else None)
+    if isinstance(key, Secret):
+        key = key.reveal()
+    key = key.strip() if key else None  # a key read from a file keeps its newline; HTTP would quote it
     note = None
     if base_url is None:
         needs_demo = preset.name == "demo" or offline or (offline is None and not key and not preset.key_optional)
@@ -254,8 +258,20 @@ async def _client(client: Optional[httpx.AsyncClient], request: StreamRequest) -
         yield client
         return
     timeout = httpx.Timeout(connect=_CONNECT_TIMEOUT, read=request.stall_timeout, write=30.0, pool=30.0)
-    async with httpx.AsyncClient(timeout=timeout, trust_env=True) as http:
+    # Loopback never goes through a proxy, whatever HTTP_PROXY / ALL_PROXY say (university networks
+    # set them): the embedded demo would break, and a local server's key would travel to the proxy.
+    async with httpx.AsyncClient(timeout=timeout, trust_env=not _is_loopback(request.base_url)) as http:
         yield http
+
+
+def _is_loopback(base_url: str) -> bool:
+    host = httpx.URL(base_url).host
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 async def _response_items(
@@ -416,6 +432,8 @@ class Chat:
     """A multi-turn conversation: each answer, complete or partial, is appended to the history."""
 
     def __init__(self, *, system: Optional[str] = None, **options: Any) -> None:
+        if isinstance(options.get("api_key"), str):  # kept only as a Secret: no repr, vars() or pickle shows it
+            options["api_key"] = Secret(options["api_key"])
         self.options = options
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
 

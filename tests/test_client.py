@@ -512,3 +512,36 @@ def test_httpx_is_really_used_over_loopback(server):
     # Sanity: the embedded provider is a real HTTP server, reachable by a plain httpx client.
     r = httpx.get(server.url + "/v1/models")
     assert r.status_code == 200 and any(m["id"] == "demo" for m in r.json()["data"])
+
+
+# ------------------------------------------------------------------ proxies and keys on the way in
+
+
+def test_loopback_never_goes_through_a_proxy(server, monkeypatch):
+    """University networks set HTTP_PROXY / ALL_PROXY; the embedded demo and local servers
+    (Ollama, llama.cpp, vLLM on 127.0.0.1) must not go to the proxy, nor their keys with it."""
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there: a proxied request fails
+    for base in (server.base_url, server.base_url.replace("127.0.0.1", "localhost")):
+        state = go(arun(make_request("hi", model="demo", base_url=base, api_key=SENTINEL, **FAST)))
+        assert state.status == "complete", (base, state.message)
+    from streamwidgets.client import _is_loopback
+
+    assert _is_loopback("http://[::1]:8000/v1") and _is_loopback("http://127.0.0.2/v1")
+    assert not _is_loopback("https://api.openai.com/v1") and not _is_loopback("http://10.0.0.5/v1")
+
+
+def test_a_key_is_stripped_on_the_way_in_and_a_chat_keeps_it_only_as_a_secret(server):
+    request = make_request("hi", base_url=server.base_url, model="demo", api_key=SENTINEL + "\n")
+    assert request.headers()["Authorization"] == "Bearer " + SENTINEL  # a key read from a file
+    chat = Chat(model="demo", base_url=server.base_url, api_key=SENTINEL, **FAST)
+    for text in (repr(chat), repr(chat.options), str(vars(chat))):
+        assert SENTINEL not in text
+    with pytest.raises(TypeError):
+        import pickle
+
+        pickle.dumps(chat)
+    assert chat.request("hi").headers()["Authorization"] == "Bearer " + SENTINEL
+    assert go(chat.send("What is a list?")).status == "complete"

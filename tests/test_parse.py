@@ -195,3 +195,27 @@ def test_normalizer_is_reusable_incrementally():
     events += n.feed(DONE) + n.close()
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello world"
     assert n.dialect_name == "chat"
+
+
+@pytest.mark.parametrize(
+    ("dialect", "start"),
+    [
+        (
+            "responses",
+            'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Half an ans"}\n\n',
+        ),
+        (
+            "messages",
+            'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Half an ans"}}\n\n',
+        ),
+        ("chat", 'data: {"choices":[{"delta":{"content":"Half an ans"}}]}\n\n'),
+    ],
+)
+def test_an_error_envelope_without_a_type_inside_any_stream_is_the_providers_error(dialect, start):
+    """Proxies put `{"error": {...}}` with no `type` into a 200 Responses or Messages stream; the
+    user must read the provider's words (as the openai SDK raises with them), not "connection ended"."""
+    body = start + 'data: {"error": {"message": "Upstream model overloaded, try again", "code": "overloaded"}}\n\n'
+    state = sw.parse(body.encode(), dialect=dialect)
+    assert state.status == "error" and state.text == "Half an ans"
+    assert state.error is not None and state.error.message == "Upstream model overloaded, try again"
+    assert state.error.code == "overloaded"

@@ -113,7 +113,8 @@ class MessagesDialect:
             return out + self._merge_usage(sub(obj, "usage"))
         if kind == "message_stop":
             return [Terminator()]
-        if kind == "error":
+        if kind == "error" or obj.get("error") is not None:
+            # Also another dialect's envelope with no `type` (a proxy's `{"error": {...}}`).
             return [error_from_object(obj)]
         return []  # content_block_stop, unknown future events
 

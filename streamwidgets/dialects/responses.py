@@ -130,7 +130,9 @@ class ResponsesDialect:
             return self._started_event(sub(obj, "response"))
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             return self._terminal(kind, sub(obj, "response"))
-        if kind == "error":
+        if kind == "error" or obj.get("error") is not None:
+            # An `error` event, or another dialect's envelope (`{"error": {...}}` with no type, as
+            # proxies send it inside a 200 stream): the provider's words, never dropped.
             return [error_from_object(obj)]
         if kind == "keepalive":
             return [Heartbeat(kind)]
