@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
+import socket
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -161,6 +164,11 @@ def make_request(
     rejects unknown fields). Any other keyword (temperature, max_tokens, tools, ...) goes into
     the request body.
     """
+    _check_prompt(prompt, params)
+    if base_url is not None and not re.match(r"https?://", base_url, re.I):
+        raise ValueError(
+            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
+        )
     if isinstance(provider, Provider):
         preset = provider
     else:
@@ -199,6 +207,28 @@ def make_request(
         include_usage=preset.stream_options if include_usage is None else include_usage,
         offline_note=note,
     )
+
+
+def _check_prompt(prompt: Any, params: Mapping[str, Any]) -> None:
+    """One documented way in: the prompt is a string, or the conversation as a list of messages."""
+    for name in ("messages", "input"):
+        if name in params:
+            raise ValueError(
+                f"pass the conversation as the prompt (a list of {{'role': ..., 'content': ...}} messages), not {name}="
+            )
+    if isinstance(prompt, str):
+        return
+    if prompt is None:
+        raise TypeError("the prompt is missing: pass the question as a string, or a conversation as a list of messages")
+    if isinstance(prompt, Sequence) and not isinstance(prompt, (bytes, bytearray)):
+        for item in prompt:
+            if not (isinstance(item, Mapping) and "role" in item and "content" in item):
+                raise TypeError(
+                    "a list prompt is a conversation: each item a message like {'role': 'user', 'content': '...'} "
+                    f"(got {type(item).__name__} {item!r:.40}); for one question, pass a string"
+                )
+        return
+    raise TypeError(f"the prompt is a string or a list of messages, not {type(prompt).__name__}")
 
 
 def _demo_base_url(preset: Provider) -> tuple[str, Optional[str]]:
@@ -306,7 +336,7 @@ async def _response_items(
             f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled)."
         ) from None
     except httpx.ConnectError as exc:
-        yield [ErrorEvent(request.redact(f"Could not connect to {_where(request)}: {_reason(exc)}."), "connect_error")]
+        yield [ErrorEvent(request.redact(connect_failure(request, exc)), "connect_error")]
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:
         raise StreamBroke(
             request.redact(f"the connection closed before the answer was finished ({_reason(exc)}).")
@@ -337,6 +367,41 @@ async def _read_limited(response: httpx.Response, limit: int = _ERROR_BODY_LIMIT
         if len(body) >= limit:
             break
     return bytes(body)
+
+
+_OFFLINE_FIX = "`offline=True` streams the built-in demo instead, or `show_replay()` plays a recording"
+
+
+def connect_failure(request: StreamRequest, exc: BaseException) -> str:
+    """What the network did, in words that name the fix: no name resolution (offline), nothing
+    listening (is the local server running?), a TLS problem — never "the provider said"."""
+    url = httpx.URL(request.base_url)
+    causes = _causes(exc)
+    text = _reason(exc)
+    if any(isinstance(c, socket.gaierror) for c in causes) or re.search(_NO_NAME, text, re.I):
+        return f"Can't reach {url.host}: its name does not resolve, so this machine seems offline. {_OFFLINE_FIX}."
+    if any(isinstance(c, ConnectionRefusedError) for c in causes) or "refused" in text.lower():
+        where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+        server = request.provider.local_server
+        if server:
+            return f"Nothing answers on {where} — is {server} running? ({_OFFLINE_FIX}.)"
+        return f"Nothing answers on {where}: check the base_url and that the server is running."
+    if any(isinstance(c, ssl.SSLError) for c in causes) or "certificate" in text.lower():
+        return f"A secure (TLS) connection to {url.host} failed: {text}. A proxy or a clock far off can cause it."
+    return f"Could not connect to {_where(request)}: {text}."
+
+
+_NO_NAME = r"name or service not known|nodename nor servname|getaddrinfo failed|temporary failure in name resolution"
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and what it was raised from (httpx → httpcore → anyio → the OS error)."""
+    chain: list[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def _where(request: StreamRequest) -> str:

@@ -72,6 +72,8 @@ class Provider:
     citation_markers: bool = False
     #: The key is optional (local servers).
     key_optional: bool = False
+    #: The server a user runs on their own machine (a local preset), named when nothing answers.
+    local_server: Optional[str] = None
     #: Extra HTTP headers (never the key).
     headers: tuple[tuple[str, str], ...] = field(default=())
     note: str = ""
@@ -197,6 +199,7 @@ PROVIDERS: dict[str, Provider] = {
             ("chat", "responses"),
             "llama3.2",
             key_optional=True,
+            local_server="Ollama",
         ),
         Provider(
             "llamacpp",
@@ -206,9 +209,18 @@ PROVIDERS: dict[str, Provider] = {
             "default",
             key_optional=True,
             think_tags=True,
+            local_server="llama.cpp's llama-server",
             note="`<think>` split into reasoning",
         ),
-        Provider("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", ("chat", "responses"), None, key_optional=True),
+        Provider(
+            "vllm",
+            "http://127.0.0.1:8000/v1",
+            "VLLM_API_KEY",
+            ("chat", "responses"),
+            None,
+            key_optional=True,
+            local_server="vLLM (`vllm serve`)",
+        ),
     ]
 }
 

@@ -48,6 +48,8 @@ Status = Literal["waiting", "streaming", "complete", "incomplete", "error", "can
 Phase = Literal["waiting", "thinking", "answering", "complete", "incomplete", "error", "cancelled"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
+#: Error codes the client gives what the network did (no provider spoke): said as such.
+_NETWORK_CODES = frozenset(("connect_error", "connect_timeout"))
 #: The ends after which the model can be asked for the rest (or the request sent again).
 _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: Below this span from first to last token a rate is noise (a burst of reads), not a speed.
@@ -339,6 +341,8 @@ class StreamState:
             return f"Cancelled by you.{kept}"
         if self.status == "error":
             assert self.error is not None
+            if self.error.code in _NETWORK_CODES and self.error.http_status is None:
+                return f"{self.error.message}{kept}"  # what the network did, not what the provider said
             return f"The provider reported an error: {self.error}.{kept}"
         why = self.incomplete_reason or "The connection ended before the answer was finished."
         return f"Incomplete: {why}{kept}"

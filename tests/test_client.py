@@ -154,7 +154,9 @@ def test_connection_refused_is_a_readable_error():
     request = make_request("hi", base_url=url, model="demo")  # the server is gone now
     state = go(arun(request))
     assert state.status == "error"
-    assert "Could not connect to http://127.0.0.1" in state.message
+    # what the network did, with the fix, and never "the provider reported"
+    assert "Nothing answers on 127.0.0.1:" in state.message and "the server is running" in state.message
+    assert "provider reported" not in state.message
 
 
 # ------------------------------------------------------------------ cancel
@@ -545,3 +547,27 @@ def test_a_key_is_stripped_on_the_way_in_and_a_chat_keeps_it_only_as_a_secret(se
         pickle.dumps(chat)
     assert chat.request("hi").headers()["Authorization"] == "Bearer " + SENTINEL
     assert go(chat.send("What is a list?")).status == "complete"
+
+
+def test_network_failures_name_the_fix_and_are_not_called_the_providers_words():
+    local = go(arun(make_request("hi", provider="ollama", base_url=None, offline=False, model="m", **FAST)))
+    assert local.status == "error" and local.error is not None and local.error.code == "connect_error"
+    assert "is Ollama running?" in local.message and "offline=True" in local.message
+    assert "provider reported" not in local.message
+    closed = go(arun(make_request("hi", base_url="http://127.0.0.1:9/v1", model="m")))
+    assert "Nothing answers on 127.0.0.1:9" in closed.message and "provider reported" not in closed.message
+
+    import socket
+
+    import httpx
+
+    from streamwidgets.client import connect_failure
+
+    try:
+        try:
+            raise socket.gaierror(-3, "Temporary failure in name resolution")
+        except OSError as lookup:
+            raise httpx.ConnectError("[Errno -3] Temporary failure in name resolution") from lookup
+    except httpx.ConnectError as offline:
+        said = connect_failure(make_request("hi", provider="openai", api_key="k", offline=False), offline)
+    assert said.startswith("Can't reach api.openai.com") and "seems offline" in said and "offline=True" in said

@@ -5,6 +5,8 @@ here from the providers' documentation, not derived from the presets table."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from streamwidgets import continue_request, make_request
@@ -159,3 +161,24 @@ def test_a_continuation_is_the_dialects_own(api):
         assert [t["role"] for t in turns] == ["assistant", "user"] and nxt.prefix == state.text
     again = continue_request(nxt, state)  # a continuation of a continuation replaces those turns
     assert len(again.messages) == len(nxt.messages)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "extra", "error", "says"),
+    [
+        (["hi", "there"], {}, TypeError, "a list prompt is a conversation"),
+        (None, {}, TypeError, "the prompt is missing"),
+        (42, {}, TypeError, "a string or a list of messages, not int"),
+        ("hi", {"messages": [{"role": "user", "content": "x"}]}, ValueError, "not messages="),
+        ("hi", {"input": [{"role": "user", "content": "x"}]}, ValueError, "not input="),
+    ],
+    ids=["list-of-strings", "none", "number", "messages-kwarg", "input-kwarg"],
+)
+def test_a_prompt_mistake_says_what_is_accepted(prompt, extra, error, says):
+    with pytest.raises(error, match=re.escape(says)):
+        make_request(prompt, base_url="http://127.0.0.1:9/v1", model="m", **extra)
+
+
+def test_a_base_url_without_its_scheme_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match=re.escape("'http://localhost:8000/v1'")):
+        make_request("hi", base_url="localhost:8000/v1", model="m")
