@@ -10,6 +10,7 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import socket
@@ -18,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
+from urllib.parse import quote
 
 import anyio
 import httpx
@@ -134,9 +136,25 @@ class StreamRequest:
         return self.dialect.build_body(self.model, self.messages, self.params, include_usage=self.include_usage)
 
     def redact(self, text: str) -> str:
-        """Remove the key from any text that leaves this module (an error message, a log line)."""
+        """Remove the key from any text that leaves this module (an error message, a log line),
+        in every form a provider may echo it back: as sent, URL-encoded, JSON-escaped."""
+        for form in self._key_forms():
+            text = text.replace(form, "***")
+        return text
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """`redact` for a body as it came in, before anything reads or records it (many 401
+        bodies quote the key they refused)."""
+        for form in self._key_forms():
+            data = data.replace(form.encode("utf-8"), b"***")
+        return data
+
+    def _key_forms(self) -> list[str]:
         key = self.api_key.reveal() if self.api_key else ""
-        return text.replace(key, "***") if len(key) >= 4 else text
+        if len(key) < 4:
+            return []
+        forms = {key, quote(key, safe=""), json.dumps(key)[1:-1]}
+        return sorted(forms, key=len, reverse=True)
 
 
 def make_request(
@@ -312,14 +330,14 @@ async def _response_items(
     try:
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
-                body = await _read_limited(response)
+                body = request.redact_bytes(await _read_limited(response))
                 if recorder is not None:
                     recorder.response(response.status_code, body)
                 yield [error_from_http(response.status_code, body, response.headers)]
                 return
             content_type = response.headers.get("content-type", "")
             if not _is_event_stream(content_type):
-                body = await _read_limited(response, WHOLE_BODY_LIMIT)
+                body = request.redact_bytes(await _read_limited(response, WHOLE_BODY_LIMIT))
                 yield _not_a_stream(normalizer, body, content_type)
                 return
             async for chunk in response.aiter_raw():

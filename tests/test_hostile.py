@@ -11,6 +11,7 @@ status, the provider's own words where there are any, and the partial answer kep
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 import socketserver
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Optional
+from urllib.parse import quote
 
 import pytest
 
@@ -32,6 +34,7 @@ from streamwidgets.state import StreamState, ToolCall
 
 SSE = (("Content-Type", "text/event-stream"),)
 JSON = (("Content-Type", "application/json"),)
+HTML = (("Content-Type", "text/html; charset=utf-8"),)
 #: How long the server keeps a body open after its last byte: far beyond any test's patience.
 HOLD = 20.0
 
@@ -284,7 +287,15 @@ def _replies() -> dict[str, Reply]:
     add("json-error-200", "chat", Reply((b'{"error": {"message": "Insufficient balance", "code": "balance"}}',)))
     add("whole-messages", "messages", Reply((json.dumps(WHOLE_MESSAGE).encode(),), headers=JSON))
     add("whole-responses", "responses", Reply((json.dumps(WHOLE_RESPONSE).encode(),), headers=JSON))
+    echo = {"error": {"message": f"Incorrect API key provided: {ECHOED_KEY}.", "code": "invalid_api_key"}}
+    quoted = f"key={quote(ECHOED_KEY, safe='')} and {json.dumps(ECHOED_KEY)}".encode()
+    add("echo-401", "chat", Reply((json.dumps(echo).encode(),), "401 Unauthorized", JSON))
+    add("echo-page", "chat", Reply((b"<html><title>Denied</title>" + quoted + b"</html>",), "403 Forbidden", HTML))
     return replies
+
+
+#: A key that a hostile (or careless) provider quotes back in its error bodies.
+ECHOED_KEY = "sk-echo/+SENTINEL=0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -612,3 +623,26 @@ def test_the_public_attributes_still_read_as_strings():
     assert state.refusal == "I can't"
     state.tool_calls[0].arguments = "{}"
     assert (state.tool_calls[0].arguments, state.tool_calls[0].arguments_length) == ("{}", 2)
+
+
+# --------------------------------------------------------------------------- 14. a key echoed back
+
+
+@pytest.mark.parametrize("case", ["echo-401", "echo-page"])
+def test_a_key_the_provider_echoes_back_is_redacted_where_the_bytes_come_in(hostile, case, tmp_path):
+    request = make_request("hi", base_url=hostile.url(case), model="m", api_key=ECHOED_KEY)
+    record = tmp_path / "rec.jsonl"
+    state = asyncio.run(arun(request, record=record))
+    assert state.status == "error"
+    recorded = b"".join(base64.b64decode(json.loads(line).get("data", "")) for line in record.read_text().splitlines())
+    forms = (ECHOED_KEY, quote(ECHOED_KEY, safe=""), json.dumps(ECHOED_KEY)[1:-1])
+    for text in (
+        state.message,
+        str(state.error),
+        repr(state),
+        "\n".join(state.warnings),
+        recorded.decode("utf-8", "replace"),
+    ):
+        for form in forms:
+            assert form not in text, (form, text)
+    assert "***" in (state.message if case == "echo-401" else recorded.decode())  # redacted, not dropped
