@@ -183,10 +183,8 @@ def make_request(
     the request body.
     """
     _check_prompt(prompt, params)
-    if base_url is not None and not re.match(r"https?://", base_url, re.I):
-        raise ValueError(
-            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
-        )
+    if base_url is not None:
+        _check_base_url(base_url)
     if isinstance(provider, Provider):
         preset = provider
     else:
@@ -225,6 +223,24 @@ def make_request(
         include_usage=preset.stream_options if include_usage is None else include_usage,
         offline_note=note,
     )
+
+
+_SECRET_QUERY = re.compile(r"(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|secret)=", re.I)
+
+
+def _check_base_url(base_url: str) -> None:
+    """A base URL is an address: its scheme is needed, and a key never rides in it (it would
+    show in a repr, a recording's header and httpx's log)."""
+    if not re.match(r"https?://", base_url, re.I):
+        raise ValueError(
+            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
+        )
+    url = httpx.URL(base_url)
+    if url.userinfo or _SECRET_QUERY.search(url.query.decode("ascii", "replace")):
+        raise ValueError(
+            "base_url carries a key (in user:password@ or a ?key= parameter); "
+            "pass the address alone, and the key as api_key= (or in the preset's environment variable)"
+        )
 
 
 def _check_prompt(prompt: Any, params: Mapping[str, Any]) -> None:

@@ -182,3 +182,18 @@ def test_a_prompt_mistake_says_what_is_accepted(prompt, extra, error, says):
 def test_a_base_url_without_its_scheme_is_refused_with_the_fix():
     with pytest.raises(ValueError, match=re.escape("'http://localhost:8000/v1'")):
         make_request("hi", base_url="localhost:8000/v1", model="m")
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        f"https://user:{KEY}@llm.example.edu/v1",
+        f"https://generativelanguage.googleapis.com/v1beta/openai?key={KEY}",
+        f"https://llm.example.edu/v1?api_key={KEY}",
+    ],
+)
+def test_a_key_in_the_base_url_is_refused_and_never_repeated(base_url):
+    with pytest.raises(ValueError, match="api_key=") as caught:
+        make_request("hi", base_url=base_url, model="m")
+    assert KEY not in str(caught.value)
+    assert make_request("hi", base_url="https://llm.example.edu/v1?region=eu", model="m").url.startswith("https://")
