@@ -78,6 +78,15 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
     one-line summary of the body."""
     headers = headers or {}
     retry_after = retry_after_seconds(headers.get("retry-after"))
+    location = headers.get("location")
+    if 300 <= status < 400 and location:
+        # Never followed: the key would go wherever the redirect points.
+        return ErrorEvent(
+            f"The server redirects this request to {_one_line(location, 300)}. streamwidgets does not follow "
+            "redirects (your key would go along): if that address is right, use it as the base_url.",
+            "redirect",
+            status,
+        )
     text = body.decode("utf-8", "replace").strip()
     obj: Any = None
     if text[:1] in "{[":

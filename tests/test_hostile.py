@@ -291,6 +291,8 @@ def _replies() -> dict[str, Reply]:
     quoted = f"key={quote(ECHOED_KEY, safe='')} and {json.dumps(ECHOED_KEY)}".encode()
     add("echo-401", "chat", Reply((json.dumps(echo).encode(),), "401 Unauthorized", JSON))
     add("echo-page", "chat", Reply((b"<html><title>Denied</title>" + quoted + b"</html>",), "403 Forbidden", HTML))
+    moved = (("Location", "https://new-home.example.org/v1/chat/completions"), ("Content-Type", "text/html"))
+    add("moved", "chat", Reply((b"<html>Moved</html>",), "308 Permanent Redirect", moved))
     return replies
 
 
@@ -646,3 +648,13 @@ def test_a_key_the_provider_echoes_back_is_redacted_where_the_bytes_come_in(host
         for form in forms:
             assert form not in text, (form, text)
     assert "***" in (state.message if case == "echo-401" else recorded.decode())  # redacted, not dropped
+
+
+# --------------------------------------------------------------------------- 13. a redirect
+
+
+def test_a_redirect_is_reported_with_its_target_and_never_followed_with_the_key(hostile):
+    state = ask(hostile, "moved")
+    assert state.status == "error" and state.error is not None and state.error.http_status == 308
+    assert "https://new-home.example.org/v1/chat/completions" in state.message and "base_url" in state.message
+    assert [v.path for v in hostile.visits].count("/moved/v1/chat/completions") == 1  # one request, not followed
