@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["Messages", "TOKEN_LIMIT_NAMES", "rename_token_limit", "split_system", "ASK_TO_CONTINUE"]
+__all__ = ["Messages", "TOKEN_LIMIT_NAMES", "rename_token_limit", "split_system", "ask_to_continue"]
 
 Messages = Sequence[Mapping[str, Any]]
 
@@ -18,6 +18,13 @@ TOKEN_LIMIT_NAMES = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 #: The user turn that asks a chat or responses model to carry on from a partial answer.
 ASK_TO_CONTINUE = "Continue exactly where you stopped, without repeating anything."
+
+
+def ask_to_continue(partial: str) -> tuple[str, list[dict[str, Any]]]:
+    """The continuation of Chat and Responses (Messages prefills instead): (the text the next
+    part starts from, the turns that ask for the rest) — the partial answer as an assistant turn,
+    then a short instruction."""
+    return partial, [{"role": "assistant", "content": partial}, {"role": "user", "content": ASK_TO_CONTINUE}]
 
 
 def rename_token_limit(params: Mapping[str, Any], name: str, *, keep: Sequence[str] = ()) -> dict[str, Any]:

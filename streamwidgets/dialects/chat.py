@@ -30,7 +30,7 @@ from ..events import (
 from ..providers import BEARER, Auth
 from ..sse import ServerSentEvent
 from ._common import ThinkSplitter, count, number, parse_object, source, sources_from, string, sub
-from ._request import ASK_TO_CONTINUE, Messages, rename_token_limit
+from ._request import Messages, ask_to_continue, rename_token_limit
 
 __all__ = ["ChatDialect", "chat_usage"]
 
@@ -78,8 +78,7 @@ class ChatDialect:
 
     @staticmethod
     def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
-        """(the text the next part starts from, the turns that ask for the rest)."""
-        return partial, [{"role": "assistant", "content": partial}, {"role": "user", "content": ASK_TO_CONTINUE}]
+        return ask_to_continue(partial)
 
     # ------------------------------------------------------------------ the reader
 
