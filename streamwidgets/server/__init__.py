@@ -72,10 +72,11 @@ from ._flavors import FLAVORS
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._scenarios import SCENARIOS, Script, build_script
-from ._server import DemoServer, start_server
+from ._server import DemoServer, Limits, start_server
 
 __all__ = [
     "DemoServer",
+    "Limits",
     "ConnectionRecord",
     "Script",
     "start_server",

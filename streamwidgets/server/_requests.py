@@ -112,15 +112,63 @@ _Tools = tuple[tuple[str, ...], tuple[str, ...], int]
 
 
 def _load(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The body as a JSON object. Bodies are untrusted: nesting is bounded (everything after
+    may recurse), numbers are bounded in digits, and `NaN`/`Infinity` are not JSON."""
     if isinstance(body, Mapping):
         return body
     try:
-        data = json.loads(body.decode("utf-8")) if body.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = body.decode("utf-8")
+        data = json.loads(text, parse_int=_integer, parse_constant=_constant) if text.strip() else None
+    except UnicodeDecodeError:
+        raise Rejection(400, "The body is not valid JSON: it is not UTF-8 text.", code="invalid_json") from None
+    except RecursionError:
+        raise _too_deep() from None
+    except json.JSONDecodeError as exc:
         raise Rejection(400, f"The body is not valid JSON: {exc}.", code="invalid_json") from None
+    if _deeper_than(data, _MAX_DEPTH):
+        raise _too_deep()
     if not isinstance(data, dict):
         raise Rejection(400, "The body must be a JSON object.", code="invalid_json")
     return data
+
+
+#: Levels of lists and objects in a body (tool schemas use a handful).
+_MAX_DEPTH = 64
+#: Digits of an integer in a body (Python's own limit, 4,300, is slow to reach and version-bound).
+_MAX_DIGITS = 64
+
+
+def _too_deep() -> Rejection:
+    return Rejection(400, f"The body is nested more than {_MAX_DEPTH} levels deep.", code="invalid_json")
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > _MAX_DIGITS:
+        raise Rejection(
+            400,
+            f"The body holds a number of {len(digits):,} digits; at most {_MAX_DIGITS} are accepted.",
+            code="invalid_json",
+        )
+    return int(digits)
+
+
+def _constant(name: str) -> float:
+    raise Rejection(400, f"The body is not valid JSON: {name} is not a JSON value.", code="invalid_json")
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether `data` nests lists and objects more than `limit` levels (without recursing)."""
+    level: list[Any] = [data] if isinstance(data, (dict, list)) else []
+    for _ in range(limit):
+        level = [
+            child
+            for value in level
+            for child in (value.values() if isinstance(value, dict) else value)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return bool(level)
 
 
 def _text_of(content: Any) -> tuple[str, int]:
