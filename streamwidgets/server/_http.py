@@ -84,10 +84,12 @@ class _ClientLeft(Exception):
 
 
 class _Late(Exception):
-    """The request did not arrive in time; `rejection` says which part, None when idle."""
+    """The request did not arrive in time; `rejection` says which part (None when the connection
+    was idle), `target` is the request's target once its headers came."""
 
-    def __init__(self, rejection: Optional[Rejection]) -> None:
+    def __init__(self, rejection: Optional[Rejection], target: str) -> None:
         self.rejection = rejection
+        self.target = target
 
 
 class ConnectionHandler:
@@ -116,21 +118,20 @@ class ConnectionHandler:
             writer.close()
             return
         self._open += 1
-        local = writer.get_extra_info("sockname")[:2]
         graceful = False
         try:
             fresh = True
             while True:
                 try:
-                    request = await self._read_request(conn, reader, local, fresh)
+                    request = await self._read_request(conn, reader, writer, fresh)
                 except _Late as late:
                     if late.rejection is not None:
-                        await self._refuse(conn, reader, writer, "", late.rejection)
+                        await self._refuse(conn, reader, writer, late.target, late.rejection)
                     graceful = True
                     return
                 except h11.RemoteProtocolError as exc:
                     # h11's own message quotes the offending bytes, which may be a header with a key.
-                    rejection = Rejection(exc.error_status_hint, "Malformed HTTP request.", code="malformed_http")
+                    rejection = _malformed(exc.error_status_hint, self._limits)
                     await self._refuse(conn, reader, writer, "", rejection)
                     return
                 if request is None:
@@ -186,7 +187,7 @@ class ConnectionHandler:
     # -------------------------------------------------------------- reading
 
     async def _read_request(
-        self, conn: h11.Connection, reader: asyncio.StreamReader, local: tuple[str, int], fresh: bool
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fresh: bool
     ) -> Optional[_Request]:
         """The next whole request, None when the client closed between requests. Raises `_Late`
         when a part of it does not arrive in time."""
@@ -200,13 +201,14 @@ class ConnectionHandler:
         body = bytearray()
         refused: Optional[Rejection] = None
         received = 0
+        local = writer.get_extra_info("sockname")[:2]
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
                 try:
                     data = await asyncio.wait_for(reader.read(_READ_SIZE), max(0.0, deadline - loop.time()))
                 except asyncio.TimeoutError:
-                    raise _Late(_late(waiting, limits)) from None
+                    raise _Late(_late(waiting, limits), "" if head is None else head.target.decode("latin-1")) from None
                 conn.receive_data(data)
                 if not data and conn.their_state is h11.IDLE:
                     return None
@@ -216,8 +218,10 @@ class ConnectionHandler:
                 head = event
                 headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in head.headers}
                 refused = refusal(head.method.decode("ascii"), headers, local=local, max_body=limits.max_body)
-                if refused is not None and conn.they_are_waiting_for_100_continue:
-                    break  # answered before the client sends its body
+                if conn.they_are_waiting_for_100_continue:
+                    if refused is not None:
+                        break  # answered before the client sends its body
+                    writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
                 waiting, deadline = "body", loop.time() + limits.body_timeout
             elif isinstance(event, h11.Data):
                 received += len(event.data)
@@ -297,7 +301,9 @@ class ConnectionHandler:
             path=reply.path, api=reply.api, flavor=reply.flavor, model=script.model, scenario=script.scenario
         )
         try:
-            writer.write(conn.send(h11.Response(status_code=200, headers=[*reply.headers, _SERVER_HEADER])))
+            writer.write(
+                conn.send(h11.Response(status_code=200, headers=[*reply.headers, _SERVER_HEADER], reason=b"OK"))
+            )
             watcher = asyncio.ensure_future(
                 _watch(reader, conn, self._flood, lambda: self._registry.close(record, "client_disconnected"))
             )
@@ -330,6 +336,13 @@ def _late(waiting: str, limits: Limits) -> Optional[Rejection]:
         code="request_timeout",
         anthropic_type="timeout_error",
     )
+
+
+def _malformed(status: int, limits: Limits) -> Rejection:
+    if status == 431:
+        message = f"The request headers are larger than this demo server accepts ({limits.max_headers:,} bytes)."
+        return Rejection(431, message, code="headers_too_large")
+    return Rejection(status, "Malformed HTTP request.", code="malformed_http")
 
 
 def _write_json(conn: h11.Connection, writer: asyncio.StreamWriter, reply: JsonReply, *, close: bool) -> None:

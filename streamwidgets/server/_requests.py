@@ -19,6 +19,9 @@ from ._tokens import count_tokens
 __all__ = ["DemoOptions", "DemoRequest", "parse_request"]
 
 _PER_MESSAGE_TOKENS = 4  # role and separators, as chat templates add them
+#: Characters of the question the demo model reads (its start and its end): enough to find what
+#: it is about, and a bound on every scenario's work whatever was pasted. Tokens count it all.
+_READ_CHARS = 4000
 _PRIMING_TOKENS = 3
 _IMAGE_TOKENS = 85
 
@@ -42,7 +45,8 @@ class DemoOptions:
 
 @dataclass(frozen=True)
 class DemoRequest:
-    """What the demo model reads from a request, whatever API it came through."""
+    """What the demo model reads from a request, whatever API it came through. `prompt` is the
+    last question, or its start and end when it is longer than the model reads."""
 
     api: str
     model: str
@@ -92,7 +96,7 @@ def parse_request(api: str, body: bytes | Mapping[str, Any], headers: Mapping[st
         api=api,
         model=model.strip(),
         stream=stream,
-        prompt=prompt,
+        prompt=_read_window(prompt),
         prompt_tokens=prompt_tokens + tool_tokens,
         history_tokens=history + tool_tokens,
         include_usage=include_usage,
@@ -306,6 +310,14 @@ def _continuation(turns: list[_Turn]) -> tuple[str, int]:
     ):
         return turns[-2][1], len(turns) - 2
     return "", len(turns)
+
+
+def _read_window(text: str) -> str:
+    """`text`, or its first and last `_READ_CHARS / 2` characters when it is longer."""
+    if len(text) <= _READ_CHARS:
+        return text
+    half = _READ_CHARS // 2
+    return f"{text[:half]}\n…\n{text[-half:]}"
 
 
 def _last_user_text(turns: list[_Turn]) -> tuple[str, int]:
