@@ -8,7 +8,7 @@ as completion tokens.
 Both functions are linear in the text, whatever its shape: prompts are untrusted, and the server
 runs in the user's kernel, so one 2 MB "word" must cost milliseconds, not seconds. The pattern
 never backtracks over more than one run of the same kind of character, a long word is cut by
-index (never by re-slicing its rest), and `count_tokens` counts without making the pieces.
+index (never by re-slicing its rest), and `count_tokens` counts without cutting them.
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ _PIECE = re.compile(
     r"|[ \t]+"  # trailing spaces
     r"|\s"  # any other whitespace, one at a time
 )
-#: A word piece is a maximal run of the word class (no other alternative matches one), so the
-#: long ones can be found on their own for counting; only those made of letters alone are cut.
-_LONG_WORD = re.compile(r"[^\W\d_]{11,}")
 _LONGEST_WORD = 10  # letters; longer words come out in pieces of five
 _WORD_PIECE = 5
 _LAST_PIECE = _LONGEST_WORD - 2  # the last piece of a long word holds up to this many letters
@@ -41,18 +38,16 @@ def tokenize(text: str) -> list[str]:
 
 
 def count_tokens(text: str) -> int:
-    """How many pieces `tokenize` would make, for prompt-token estimates."""
-    extra = sum(_word_pieces(len(word)) - 1 for word in _LONG_WORD.findall(text) if word.isalpha())
-    return len(_PIECE.findall(text)) + extra
+    """How many pieces `tokenize` would make, for prompt-token estimates (one scan, no pieces cut)."""
+    matches = _PIECE.findall(text)
+    return len(matches) + sum(_long_word(piece) - 1 for piece in matches if len(piece) > _LONGEST_WORD)
 
 
 def _pieces(text: str) -> Iterator[str]:
-    for match in _PIECE.finditer(text):
-        piece = match.group()
-        letters = len(piece.lstrip(" "))
-        if letters > _LONGEST_WORD and piece[-letters:].isalpha():
-            # Long words come out of a BPE vocabulary in several sub-word pieces.
-            cut = len(piece) - letters + _WORD_PIECE
+    for piece in _PIECE.findall(text):
+        if len(piece) > _LONGEST_WORD and _long_word(piece) > 1:
+            # Long words come out of a BPE vocabulary in several sub-word pieces, cut by index.
+            cut = len(piece) - len(piece.lstrip(" ")) + _WORD_PIECE
             yield piece[:cut]
             while len(piece) - cut > _LAST_PIECE:
                 yield piece[cut : cut + _WORD_PIECE]
@@ -62,8 +57,11 @@ def _pieces(text: str) -> Iterator[str]:
             yield piece
 
 
-def _word_pieces(letters: int) -> int:
-    """How many pieces a word of `letters` letters (more than `_LONGEST_WORD`) is cut into."""
-    rest = letters - _WORD_PIECE
-    middle = max(0, -(-(rest - _LAST_PIECE) // _WORD_PIECE))
+def _long_word(piece: str) -> int:
+    """How many pieces a matched piece is cut into: more than one for a word of letters only
+    (with its leading space) that is longer than `_LONGEST_WORD`."""
+    letters = len(piece.lstrip(" "))
+    if letters <= _LONGEST_WORD or not piece[-letters:].isalpha():
+        return 1
+    middle = max(0, -(-(letters - _WORD_PIECE - _LAST_PIECE) // _WORD_PIECE))
     return 2 + middle
