@@ -106,16 +106,10 @@ class ConnectionHandler:
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_headers)
         if self._open >= self._limits.max_connections:
-            rejection = Rejection(
-                503,
-                f"The demo server is already serving {self._open} connections; try again in a moment.",
-                type="server_error",
-                code="too_many_connections",
-                anthropic_type="overloaded_error",
-                retry_after=1,
-            )
-            await self._refuse(conn, reader, writer, "", rejection)
-            writer.close()
+            try:
+                await self._refuse(conn, reader, writer, "", _busy(self._open))
+            finally:
+                writer.close()
             return
         self._open += 1
         graceful = False
@@ -131,8 +125,8 @@ class ConnectionHandler:
                     return
                 except h11.RemoteProtocolError as exc:
                     # h11's own message quotes the offending bytes, which may be a header with a key.
-                    rejection = _malformed(exc.error_status_hint, self._limits)
-                    await self._refuse(conn, reader, writer, "", rejection)
+                    await self._refuse(conn, reader, writer, "", _malformed(exc.error_status_hint, self._limits))
+                    graceful = True
                     return
                 if request is None:
                     graceful = True
@@ -335,6 +329,17 @@ def _late(waiting: str, limits: Limits) -> Optional[Rejection]:
         type="timeout_error",
         code="request_timeout",
         anthropic_type="timeout_error",
+    )
+
+
+def _busy(serving: int) -> Rejection:
+    return Rejection(
+        503,
+        f"The demo server is already serving {serving} connections; try again in a moment.",
+        type="server_error",
+        code="too_many_connections",
+        anthropic_type="overloaded_error",
+        retry_after=1,
     )
 
 
