@@ -197,6 +197,23 @@ def test_idle_keep_alive_connection_is_closed_quietly(server, quiet_logs):
         assert responses_in(data)[0][0] == 200
 
 
+def test_a_client_flooding_bytes_during_its_stream_is_let_go(server, quiet_logs):
+    """Bytes sent while an answer streams are kept for the next request, but only up to the
+    size of one request: beyond that the client is treated as gone."""
+    body = json.dumps({**body_for("chat"), "model": "demo-stall"}).encode()
+    before = server.connections[-1].id if server.connections else 0
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(raw_head(server.port, length=len(body)) + body)
+        assert b"200 OK" in sock.recv(65536)
+        try:
+            for _ in range(64):  # 4 MiB, far beyond 64 KiB of headers + 64 KiB of body
+                sock.sendall(b"x" * 65536)
+        except OSError:
+            pass  # the server let go of the connection meanwhile
+        record = server.wait_for_disconnect(5, after=before)
+    assert record is not None and record.model == "demo-stall"
+
+
 @pytest.mark.slow
 def test_held_half_sent_requests_give_their_descriptors_back(quiet_logs):
     """1,000 held half-sent requests against the default cap of 128: the first 128 are timed
