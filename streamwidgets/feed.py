@@ -93,23 +93,16 @@ def _surprise(exc: Exception) -> ErrorEvent:
     return ErrorEvent(f"{type(exc).__name__}: {exc}", "internal_error")
 
 
-async def _finish_source(
-    source: AsyncIterator[Item], feed: Feed, describe: Callable[[Exception], ErrorEvent], *, read_on: bool
-) -> None:
+async def _finish_source(source: AsyncIterator[Item], feed: Feed, describe: Callable[[Exception], ErrorEvent]) -> None:
     """Let go of a source after the terminator: the state is closed already, so nothing read
     from here on counts.
 
-    Our own sources (the client's response, a replay) are async generators: closing one exits
-    its `async with` blocks, so the HTTP response, and with it the connection, is closed now —
-    not when the server ends the body, nor when the generator is collected. An SDK stream
-    (`read_on`) is different: only the SDK can close its response, and leaving its iterators
-    suspended makes them fail when they are collected; so it is read to its end, ignored.
+    Every source is an async generator (the client's response, a replay, an SDK stream):
+    closing one runs its `finally` and exits its `async with` blocks, so the HTTP response, and
+    with it the connection, is closed now — not when the server ends the body, nor when the
+    generator is collected.
     """
     try:
-        if read_on:
-            async for _ in source:
-                pass
-            return
         aclose = getattr(source, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -136,7 +129,7 @@ async def drain(
     the source is let go (`_finish_source`), so a server that keeps the body open after
     `[DONE]`, `message_stop` or `response.completed` costs no wait for the stall timeout. This
     is the one place that stops at the terminator, for live streams, replays and SDK streams
-    alike. `done_swallowed` marks an SDK stream (the SDKs hide chat's `[DONE]`), which is read on.
+    alike. `done_swallowed` marks an SDK stream (the SDKs hide chat's `[DONE]`).
     """
     import anyio  # the async edge only: the sans-IO Feed above needs no event loop
 
@@ -157,5 +150,5 @@ async def drain(
         feed.state.apply(describe(exc), feed.now())
         return feed.end(ended)
     state = feed.end(ended)  # complete now, before the source is let go
-    await _finish_source(source, feed, describe, read_on=done_swallowed)
+    await _finish_source(source, feed, describe)
     return state

@@ -350,34 +350,33 @@ def test_astream_stops_at_the_terminator(hostile):
     assert hostile.visit("/hold-messages/v1/messages").left.wait(2.0)
 
 
-def test_an_sdk_stream_is_complete_at_its_terminator(hostile):
-    # The anthropic SDK reads on after message_stop until the body ends, and only the SDK can
-    # close its response: the state is complete at once, and the task reads on (ignoring what
-    # comes) until the server ends the body or the task is cancelled, which closes the stream.
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_sdk_stream_is_complete_and_closed_at_its_terminator(hostile, mode):
+    # The anthropic SDK reads on after message_stop until the body ends: sdk_into closes the SDK
+    # stream at the terminator, so the task ends at once and the server sees the client leave.
     anthropic = pytest.importorskip("anthropic")
     from streamwidgets.sdk import sdk_into
 
+    base = hostile.url("hold-messages")[: -len("/v1")]
+    kwargs = {"model": "m", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
     async def main():
-        client = anthropic.AsyncAnthropic(base_url=hostile.url("hold-messages")[: -len("/v1")], api_key="k")
-        stream = await client.messages.create(
-            model="m", max_tokens=64, stream=True, messages=[{"role": "user", "content": "hi"}]
-        )
-        state = StreamState()
         started = time.monotonic()
-        task = asyncio.get_running_loop().create_task(sdk_into(stream, state))
-        while not state.done and time.monotonic() - started < 5:
-            await asyncio.sleep(0.01)
-        elapsed = time.monotonic() - started
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await client.close()
-        return state, elapsed
+        if mode == "async":
+            client = anthropic.AsyncAnthropic(base_url=base, api_key="k", max_retries=0)
+            state = await asyncio.wait_for(sdk_into(await client.messages.create(**kwargs), StreamState()), 5)
+            await client.close()
+        else:
+            sync = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
+            state = await asyncio.wait_for(sdk_into(sync.messages.create(**kwargs), StreamState()), 5)
+            sync.close()
+        return state, time.monotonic() - started
 
     before = len(hostile.visits)
     state, elapsed = asyncio.run(main())
     assert (state.status, state.text) == ("complete", "Hello there."), state.message
     assert elapsed < 2.0
-    assert hostile.visits[before].left.wait(2.0), "cancelling closed the SDK stream"
+    assert hostile.visits[before].left.wait(2.0), "the SDK stream was not closed at the terminator"
 
 
 def test_a_replay_and_parse_ignore_what_follows_the_terminator():
