@@ -52,7 +52,10 @@ class _Inflate:
                 yield piece
 
     def flush(self) -> bytes:
-        return self._zlib.flush()
+        tail = self._zlib.flush()
+        if not self._zlib.eof:
+            raise UndecodableBody(f"its {self.encoding} bytes end before the compressed stream does")
+        return tail
 
 
 class BodyDecoder:

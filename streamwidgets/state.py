@@ -469,7 +469,9 @@ class StreamState:
 
     def clip(self, chars: int) -> None:
         """Keep no more than `chars` characters of output: the answer text is cut to what fits
-        beside the reasoning, refusal and tool arguments (a limit reached, `limits.Limits`)."""
+        beside the reasoning, refusal and tool arguments (a limit reached, `limits.Limits`).
+        A cut answer does not reach its terminator, even if one arrived."""
+        self.terminated = False
         over = self._output_chars() - chars
         if over > 0 and self._text_len:
             keep = max(0, self._text_len - over)
