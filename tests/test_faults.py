@@ -443,3 +443,93 @@ def test_loopback_bypasses_the_proxies_of_the_environment(hostile, api, monkeypa
     monkeypatch.delenv("no_proxy", raising=False)
     state = ask(hostile, "media-type", api)
     assert (state.status, state.text) == ("complete", "Hello there."), state.message
+
+
+# --------------------------------------------------------------------------- 9-10 without a server
+
+
+def test_warnings_keep_the_first_ones_and_count_the_rest():
+    from streamwidgets.events import Problem
+
+    state = StreamState()
+    state.warnings.limit = 3
+    for i in range(1_000):
+        state.apply(Problem(f"bad event {i}"))
+    assert state.warnings[:3] == ["bad event 0", "bad event 1", "bad event 2"]
+    assert len(state.warnings) == 4 and state.warnings[-1].startswith("… and 997 more warnings")
+    again = pickle.loads(pickle.dumps(state))
+    assert again.warnings == state.warnings and again.warnings.dropped == 997
+
+
+def test_a_clipped_answer_keeps_the_text_up_to_the_limit_and_is_never_complete():
+    from streamwidgets.events import ReasoningDelta, Terminator, TextDelta
+
+    state = StreamState()
+    state.extend([ReasoningDelta("r" * 10), TextDelta("a" * 60), TextDelta("b" * 60), Terminator()])
+    state.clip(100)
+    assert (state.text, state.reasoning, state.output_length) == ("a" * 60 + "b" * 30, "r" * 10, 100)
+    state.close(reason="cut")
+    assert state.status == "incomplete"
+
+
+@pytest.mark.parametrize(
+    "options,words",
+    [
+        ({"max_answer_chars": 0}, "answer_chars limit must be a positive whole number"),
+        ({"max_event_chars": 1.5}, "event_chars limit"),
+        ({"max_warnings": True}, "warnings limit"),
+        ({"deadline": 0}, "deadline must be a number of seconds above 0"),
+    ],
+)
+def test_a_limit_out_of_range_is_refused_in_words(options, words):
+    with pytest.raises(ValueError, match=words):
+        make_request("hi", base_url="http://127.0.0.1:9/v1", model="m", **options)
+
+
+def test_the_default_limits_are_documented_and_the_limits_stay_out_of_the_body():
+    request = make_request("hi", base_url="http://127.0.0.1:9/v1", model="m", deadline=5, max_answer_chars=10)
+    assert (request.limits.deadline, request.limits.answer_chars) == (5, 10)
+    assert not {"deadline", "max_answer_chars"} & set(request.body())
+    import streamwidgets.limits as limits
+
+    defaults = limits.DEFAULT_LIMITS
+    assert (defaults.event_chars, defaults.answer_chars, defaults.warnings, defaults.deadline) == (
+        16 * 1024 * 1024,
+        4_000_000,
+        100,
+        None,
+    )
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate", "gzip, gzip", "x-gzip"])
+def test_body_decoder_undoes_each_encoding_however_the_bytes_are_cut(encoding):
+    from streamwidgets._decode import BodyDecoder
+
+    data = b"".join(stream("chat")) * 50
+    if encoding == "raw-deflate":
+        packed, header = zlib.compress(data)[2:-4], "deflate"
+    elif encoding == "deflate":
+        packed, header = zlib.compress(data), encoding
+    elif encoding == "gzip, gzip":
+        packed, header = gzip.compress(gzip.compress(data)), encoding
+    else:
+        packed, header = gzip.compress(data), encoding
+    decoder = BodyDecoder(header)
+    out = b"".join(p for i in range(0, len(packed), 5) for p in decoder.feed(packed[i : i + 5]))
+    assert out + b"".join(decoder.flush()) == data
+
+
+def test_a_decompression_bomb_inflates_in_bounded_pieces():
+    from streamwidgets._decode import PIECE, BodyDecoder
+
+    bomb = gzip.compress(b"\0" * (64 << 20))  # 64 MB from about 64 kB
+    sizes = [len(p) for p in BodyDecoder("gzip").feed(bomb)]
+    assert sum(sizes) == 64 << 20 and max(sizes) <= PIECE
+
+
+def test_an_encoding_that_is_not_asked_for_is_named():
+    from streamwidgets._decode import BodyDecoder, UndecodableBody
+
+    with pytest.raises(UndecodableBody, match="compressed as br, which streamwidgets does not decode"):
+        BodyDecoder("br")
+    assert BodyDecoder("identity").identity and BodyDecoder(None).identity
