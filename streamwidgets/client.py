@@ -250,17 +250,22 @@ _SECRET_QUERY = re.compile(r"(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|se
 
 def _check_base_url(base_url: str) -> None:
     """A base URL is an address: its scheme is needed, and a key never rides in it (it would
-    show in a repr, a recording's header and httpx's log)."""
-    if not re.match(r"https?://", base_url, re.I):
-        raise ValueError(
-            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
-        )
-    url = httpx.URL(base_url)
-    if url.userinfo or _SECRET_QUERY.search(url.query.decode("ascii", "replace")):
+    show in a repr, a recording's header and httpx's log). The key check comes first, on the
+    text itself, so that no later message (a bad port, a missing scheme) repeats a key."""
+    query = base_url.partition("?")[2].partition("#")[0]
+    if "@" in base_url or _SECRET_QUERY.search(query):
         raise ValueError(
             "base_url carries a key (in user:password@ or a ?key= parameter); "
             "pass the address alone, and the key as api_key= (or in the preset's environment variable)"
         )
+    if not re.match(r"https?://", base_url, re.I):
+        raise ValueError(
+            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
+        )
+    try:
+        httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base_url {base_url!r} is not a valid address: {exc}") from None
 
 
 def _check_prompt(prompt: Any, params: Mapping[str, Any]) -> None:
