@@ -22,6 +22,7 @@ import anyio
 from .dialects import Normalizer
 from .events import ErrorEvent
 from .feed import Feed, drain
+from .limits import DEFAULT_LIMITS, Limits
 from .state import StreamState
 
 __all__ = ["sdk_into", "sdk_event_bytes"]
@@ -59,6 +60,7 @@ async def sdk_into(
     *,
     notify: Optional[Callable[[], None]] = None,
     provider: Optional[str] = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> StreamState:
     """Drain an openai / anthropic SDK stream (sync or async, raw or a stream helper) into `state`.
 
@@ -66,9 +68,10 @@ async def sdk_into(
     complete once a finish reason arrived; Responses and Messages keep their own terminators.
     An exception from the SDK mid-stream (a broken connection, an API error event) becomes the
     state's error, with what arrived kept. The SDK stream is closed when the answer is complete
-    (a server that keeps the body open costs no wait), and when the task is cancelled.
+    (a server that keeps the body open costs no wait), and when the task is cancelled. `limits`
+    bound the answer kept and the time taken, as for a live stream (`limits.Limits`).
     """
-    feed = Feed(state, Normalizer(None, provider), notify=notify)
+    feed = Feed(state, Normalizer(None, provider), notify=notify, limits=limits)
     async with AsyncExitStack() as managers:
         if not (hasattr(stream, "__aiter__") or hasattr(stream, "__iter__")):  # a helper's manager, not entered
             if hasattr(stream, "__aenter__"):

@@ -127,6 +127,7 @@ class SSEDecoder:
         self._partial = []
         if self._drop_block:
             self._data = []
+            self._event = ""
         elif tail:  # record the unended line into the block buffers; the block is not dispatched
             if tail[:6] == "data: ":
                 self._data.append(tail[6:])
@@ -169,7 +170,7 @@ class SSEDecoder:
                 if self._size > self.max_event_chars:
                     self._overflow()
             return []
-        size = len(text)
+        chunk = text
         if self._partial:
             self._partial.append(text)
             text = "".join(self._partial)
@@ -179,6 +180,7 @@ class SSEDecoder:
         events: list[ServerSentEvent] = []
         data = self._data
         line_handler = self._line
+        dropping = self._drop_block
         blank = False
         for line in lines:
             # The hot path: `data: ...` lines and the blank line that ends a block.
@@ -187,20 +189,30 @@ class SSEDecoder:
             elif not line:
                 blank = True
                 if data:
-                    if not self._drop_block:
-                        events.append(
-                            _new_event(
-                                ServerSentEvent, (self._event or "message", "\n".join(data), self._last_id, self._retry)
-                            )
+                    events.append(
+                        _new_event(
+                            ServerSentEvent, (self._event or "message", "\n".join(data), self._last_id, self._retry)
                         )
+                    )
                     data.clear()
-                self._drop_block = False
                 self._event = ""
                 self._retry = None
             else:
                 line_handler(line, events)
-        # The size of the block still open: what followed its last blank line, or all of this chunk.
-        self._size = sum(map(len, data)) + len(last) if blank else self._size + size
+        if dropping and blank:  # the first blank line ended the block being dropped: not its event
+            events.pop(0)
+            self._drop_block = False
+        # The size of the block (or line) that goes on past this chunk, after its last blank line.
+        if last and blank and not data:  # the common case: a new line has begun, no more
+            self._size = len(last)
+        elif data or last:
+            if blank:  # after the last blank line (at the very start when no "\n\n" is in the text)
+                cut = text.rfind("\n\n")
+                self._size = len(text) - (cut + 2 if cut >= 0 else 1)
+            else:
+                self._size += len(chunk)
+        elif self._size:
+            self._size = 0
         if self._size > self.max_event_chars:
             self._overflow()
         return events
@@ -213,6 +225,7 @@ class SSEDecoder:
         if not (self._partial and self._partial[0][:1] == ":"):
             self._drop_block = True
             self._data.clear()
+            self._data.append("")  # so that the block's blank line makes one event, which is dropped
         self._drop_line = bool(self._partial)
         self._partial = []
         self._size = 0
