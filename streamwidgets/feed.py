@@ -147,8 +147,7 @@ async def drain(
     `StreamBroke` from the source gives its own; any other exception becomes the state's error
     (through `describe`, which may redact). A cancel closes the state as cancelled and re-raises.
 
-    The terminator ends the answer, and so does an error event (the provider said it failed, as
-    the SDKs raise at once): the state is closed at once (the view says complete or error), then
+    The terminator ends the answer: the state is closed at once (the view says complete), then
     the source is let go (`_finish_source`), so a server that keeps the body open after
     `[DONE]`, `message_stop` or `response.completed` costs no wait for the stall timeout. This
     is the one place that stops at the terminator, for live streams, replays and SDK streams
@@ -163,7 +162,7 @@ async def drain(
     try:
         async for item in source:
             feed.push(item)
-            if state.terminated or state.error is not None or state.done:
+            if state.terminated or state.done:
                 break
         else:
             return feed.end(ended, done_swallowed=done_swallowed)
