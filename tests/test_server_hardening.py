@@ -24,12 +24,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamwidgets.server import DemoServer, Limits
+from streamwidgets.server import DemoServer, ServerLimits
 from streamwidgets.server._tokens import count_tokens, tokenize
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
 ROUTES = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
-TIGHT = Limits(header_timeout=0.6, body_timeout=0.6, idle_timeout=0.6, max_body=64 * 1024)
+TIGHT = ServerLimits(header_timeout=0.6, body_timeout=0.6, idle_timeout=0.6, max_body=64 * 1024)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def server_descriptors() -> int:
 def test_half_sent_headers_are_answered_408_and_closed_while_others_are_served(quiet_logs):
     """Slowloris: headers that never finish, one of them trickled a byte every 50 ms; the
     deadline is counted from the start, not from the last byte, so trickling keeps nothing."""
-    limits = Limits(header_timeout=2.0)
+    limits = ServerLimits(header_timeout=2.0)
     with DemoServer(limits=limits) as server:
         head = raw_head(server.port)
         began = time.monotonic()
@@ -219,7 +219,7 @@ def test_held_half_sent_requests_give_their_descriptors_back(quiet_logs):
     """1,000 held half-sent requests against the default cap of 128: the first 128 are timed
     out, the others are told 503 at once; soon the server holds none of them, although the
     clients still do."""
-    limits = Limits(header_timeout=10.0)  # room to open 1,000 connections on a busy machine
+    limits = ServerLimits(header_timeout=10.0)  # room to open 1,000 connections on a busy machine
     cap, held = limits.max_connections, 1000
     with DemoServer(limits=limits) as server:
         before = server_descriptors()

@@ -64,7 +64,7 @@ object of its API (an error scenario then answers with an HTTP error).
 
 No web page can drive it: `Host` must name the server, a foreign `Origin` is refused, bodies
 must be `application/json`, and no CORS header is ever sent. Every connection is bounded
-(`Limits`: header, body and idle timeouts, body size, connections at once), and every bad
+(`ServerLimits`: header, body and idle timeouts, body size, connections at once), and every bad
 request gets a 4xx JSON error in its route's envelope; docs/embedded-server.md has the details.
 """
 
@@ -77,11 +77,11 @@ from ._flavors import FLAVORS
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._scenarios import SCENARIOS, Script, build_script
-from ._server import DemoServer, Limits, start_server
+from ._server import DemoServer, ServerLimits, start_server
 
 __all__ = [
     "DemoServer",
-    "Limits",
+    "ServerLimits",
     "ConnectionRecord",
     "Script",
     "start_server",

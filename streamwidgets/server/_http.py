@@ -8,7 +8,7 @@ of the stream (never by sleeping a fixed time per token), so high rates stay acc
 that fall due within a couple of milliseconds are written together.
 
 The server runs in the user's kernel and anything on the machine can connect to it, so every
-connection is bounded (`Limits`): its headers and its body must arrive in time, an idle
+connection is bounded (`ServerLimits`): its headers and its body must arrive in time, an idle
 keep-alive connection is closed, a body has a size limit, and only so many connections are
 served at once (one more is told so with a 503 and closed). Whatever a request holds, it gets an
 answer: a bad one a 4xx JSON error in its route's envelope, never a dropped connection. The
@@ -36,7 +36,7 @@ from ._guard import refusal, too_large
 from ._records import Registry
 from ._routes import JsonReply, Reply, Router, SilentReply, StreamReply
 
-__all__ = ["ConnectionHandler", "Limits"]
+__all__ = ["ConnectionHandler", "ServerLimits"]
 
 _READ_SIZE = 65536
 #: Frames due this soon are written now, together, instead of sleeping below the clock's grain.
@@ -51,7 +51,7 @@ _log = logging.getLogger("streamwidgets.server")
 
 
 @dataclass(frozen=True)
-class Limits:
+class ServerLimits:
     """What one connection may take; the defaults are far beyond what any SDK or notebook needs
     on loopback and are documented in `docs/embedded-server.md`."""
 
@@ -95,7 +95,7 @@ class _Late(Exception):
 class ConnectionHandler:
     """Serves the requests of one server's connections; one call of `serve` per connection."""
 
-    def __init__(self, router: Router, registry: Registry, limits: Limits) -> None:
+    def __init__(self, router: Router, registry: Registry, limits: ServerLimits) -> None:
         self._router = router
         self._registry = registry
         self._limits = limits
@@ -318,7 +318,7 @@ class ConnectionHandler:
             raise
 
 
-def _late(waiting: str, limits: Limits) -> Optional[Rejection]:
+def _late(waiting: str, limits: ServerLimits) -> Optional[Rejection]:
     """What to answer a request that did not arrive in time (nothing to an idle connection)."""
     if waiting == "idle":
         return None
@@ -343,7 +343,7 @@ def _busy(serving: int) -> Rejection:
     )
 
 
-def _malformed(status: int, limits: Limits) -> Rejection:
+def _malformed(status: int, limits: ServerLimits) -> Rejection:
     if status == 431:
         message = f"The request headers are larger than this demo server accepts ({limits.max_headers:,} bytes)."
         return Rejection(431, message, code="headers_too_large")

@@ -13,11 +13,11 @@ from types import TracebackType
 from typing import Any, Optional
 
 from ._flavors import FLAVORS
-from ._http import ConnectionHandler, Limits
+from ._http import ConnectionHandler, ServerLimits
 from ._records import ConnectionRecord, Registry
 from ._routes import Router
 
-__all__ = ["DemoServer", "Limits", "start_server"]
+__all__ = ["DemoServer", "ServerLimits", "start_server"]
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
@@ -31,10 +31,10 @@ class DemoServer:
     every notebook and SDK, tests pass smaller ones.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, limits: Optional[Limits] = None) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, limits: Optional[ServerLimits] = None) -> None:
         self.host = host
         self.port = port
-        self.limits = limits = limits or Limits()
+        self.limits = limits = limits or ServerLimits()
         self._registry = Registry()
         self._handler = ConnectionHandler(Router(self._registry.snapshot), self._registry, limits)
         self._lock = threading.Lock()
