@@ -391,6 +391,13 @@ class StreamView:
         self._answer_finished = False
         self._cited = -1
 
+    def answer_html(self) -> str:
+        """The answer as the pane shows it (the static output reuses this render): a state not
+        drawn yet is drawn first."""
+        if self.dirty:
+            self.refresh()
+        return self.answer.html
+
     def __repr__(self) -> str:
         return f"<StreamView {self.state.phase} {len(self.text)} chars, part {len(self._segments)}>"
 
