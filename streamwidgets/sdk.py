@@ -52,6 +52,7 @@ async def sdk_into(
     state's error, with what arrived kept. Cancelling closes the SDK stream, and so its connection.
     """
     state.provider = state.provider or provider or type(stream).__module__.split(".")[0]
+    state.source = "sdk"
     feed = Feed(state, Normalizer(None, provider), notify=notify)
     feed.begin()
     try:

@@ -49,7 +49,7 @@ class Kernel:
     def execute(self, code: str, timeout: float = 60.0) -> tuple[str, list[dict[str, Any]], float]:
         """Run a cell; return its stdout, its iopub messages and how long until the reply."""
         started = time.monotonic()
-        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=False)
+        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=True)  # as JupyterLab sends it
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.client.get_shell_msg(timeout=timeout)

@@ -63,7 +63,7 @@ def watch(shell: Any) -> None:
     """Follow the cells of this IPython shell (once per shell); the calling cell counts as the
     current one."""
     global _context, _number
-    if id(shell) in _watched:
+    if id(shell) in _watched or not hasattr(shell, "events"):
         return
     _watched.add(id(shell))
     _context = contextvars.copy_context()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ..formatting import STATUS_WORDS
+from ..formatting import STATUS_WORDS, origin
 from ..markdown import _is_safe_link as is_safe_link
 from ..markdown import escape_html
 from ..state import StreamState
@@ -44,9 +44,10 @@ def _widget_part(widget: Any) -> dict[str, Any]:
 
 
 def status_line(state: StreamState, model: Optional[str], badge: Optional[str] = None) -> str:
-    """ "offline demo · gpt-4.1-mini · done · 412 tokens" — plain text; the model name is the one
-    that was requested, and the badge says when the answer came from a stand-in or a replay."""
-    parts = [p for p in (badge, model) if p]
+    """ "offline demo standing in for openai · gpt-4.1-mini · done · 412 tokens" — plain text; the
+    model name is the one that was requested, and the first part says where the answer came from
+    when it was not a live provider (`state.source`, else the view's badge)."""
+    parts = [p for p in (origin(state.source, state.provider) or badge, model) if p]
     parts.append(STATUS_WORDS.get(state.phase, state.phase))
     tokens, estimated = state.completion_tokens
     if tokens:
