@@ -333,7 +333,7 @@ class StreamView:
 
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
         sent = self._draw_header(state, now)
-        sent += self.usage.render(state, max_tokens=self._max_tokens)
+        sent += self.usage.render(state, max_tokens=self._max_tokens, earlier=self._segments[:-1])
         html = problem_html(state, can_continue=self.can_continue, redact=self.redact)
         if self.problems is not None:
             sent += self.problems.show(html)
