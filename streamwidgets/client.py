@@ -298,7 +298,9 @@ async def stream_into(
     """
     state.model = state.model or request.model
     state.provider = state.provider or request.provider.name
-    state.source = state.source or ("offline demo" if request.offline_note or request.provider.name == "demo" else "live")
+    state.source = state.source or (
+        "offline demo" if request.offline_note or request.provider.name == "demo" else "live"
+    )
     if request.prefix and not state.text_length:
         state.apply(TextDelta(request.prefix))
     feed = Feed(state, Normalizer(request.api, request.provider), notify=notify)

@@ -13,7 +13,6 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs t
 
 
 class _Answer(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 — the name http.server calls
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
         body = b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
         self.send_response(200)
@@ -43,8 +42,10 @@ def https_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("tls")
     key, cert = home / "key.pem", home / "cert.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert)]
-        + ["-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert)),
+            *("-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+        ],
         check=True,
         capture_output=True,
     )

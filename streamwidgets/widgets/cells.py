@@ -22,6 +22,7 @@ and a later cell's end replaces it with the answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import time
@@ -125,10 +126,11 @@ async def settle(before: int, timeout: float = RUNNER_WAIT) -> None:
     for handle in running():
         left = deadline - time.monotonic()
         if handle.started_in < before and left > 0:
-            try:
+            # too slow (said below), or failed (the stream says so itself)
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(handle), left)  # type: ignore[arg-type]
-            except Exception:  # too slow (said below), or failed (the stream says so itself)
-                pass
     for handle in running():
         if handle.started_in < before:
-            handle.save_partial(f"Still streaming after the notebook run waited {timeout:g} s for it: this is what had arrived.")
+            handle.save_partial(
+                f"Still streaming after the notebook run waited {timeout:g} s for it: this is what had arrived."
+            )

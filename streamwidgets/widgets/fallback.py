@@ -7,24 +7,18 @@ answer itself, with a status line that says how it ended and, when it ended shor
 
 The answer is model output. The HTML form is the pane's own safe render (no second render of the
 whole answer when the stream ends). The markdown form is for renderers that may pass raw HTML
-through (markdown-it with `html=True`, nbconvert's markdown filter): every `<` outside code and
-TeX math is escaped, and the result is checked by parsing it the way such a renderer would; if
-anything still parses as HTML or as an unsafe link, all markdown syntax is escaped instead. No
+through (markdown-it with `html=True`, nbconvert's markdown filter): see `safe_markdown`. No
 form ever contains more than the answer and its status — no request, no key.
 """
 
 from __future__ import annotations
 
+import html
 import re
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Optional
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-
 from ..formatting import STATUS_WORDS, origin
-from ..markdown import _is_safe_link as is_safe_link
-from ..markdown import escape_html
+from ..markdown import _closes_fence, _is_safe_link, escape_html
 from ..state import StreamState
 
 if TYPE_CHECKING:
@@ -35,8 +29,6 @@ __all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~&$])")
 _PLAIN_LIMIT = 2000
-#: Inline code (a run of backticks up to the same run) and TeX math (`$$…$$`, `$…$`): kept as written.
-_VERBATIM = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)|\$\$.+?\$\$|(?<![\\$])\$(?!\s).+?(?<![\s\\])\$", re.S)
 
 
 def _widget_part(widget: Any) -> dict[str, Any]:
@@ -99,83 +91,107 @@ def final_bundle(
 
 # ----------------------------------------------------------------------------- safe markdown
 
+#: What can start raw HTML in CommonMark (a tag, a closing tag, a comment, a declaration, a
+#: processing instruction) or an autolink: `<` and then one of these. Any other `<` is text.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+#: Lines that make a container (a list item, a quote) or a link reference definition, inside which
+#: a line scanner cannot tell code from text as a parser would: their code is escaped too.
+_COMPLEX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|^[ \t]*>|^ {0,3}\[[^\]]*\]:", re.M)
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_LINK = re.compile(r"\]\([ \t]*<?[ \t]*([^\s)>]*)")
+_DEFINITION = re.compile(r"^( {0,3})\[([^\]]*)\]:[ \t]*<?(\S*)", re.M)
+
 
 def safe_markdown(text: str) -> str:
-    """`text` as markdown that no renderer turns into raw HTML or an unsafe link.
+    """`text` as markdown that a renderer passing raw HTML through still shows as text.
 
-    Code blocks, inline code and `$…$` math keep every character; elsewhere `<` becomes `&lt;`
-    (which renders as `<`). The result is parsed with raw HTML allowed; should any HTML or unsafe
-    link be left, every markdown character outside code blocks is escaped instead.
+    Every `<` that could start a tag, comment or autolink becomes `&lt;` (which renders as `<`);
+    a `<` before a space, a digit or `=`, or after the last `>`, stays, so TeX math (`$a < b$`)
+    mostly reads as written. Inline
+    code on one line keeps every character, and so do fenced code blocks of a document with no
+    lists, quotes or link definitions (there, where a fence ends is plain from its lines). Links
+    and definitions to anything but http(s), mailto or a relative URL lose their link syntax.
+    No parse of the whole answer: this runs when a stream ends, on the kernel's loop.
     """
-    light = _escape_outside_code(text, _escape_angles)
-    if _is_inert(light):
-        return light
-    heavy = _escape_outside_code(text, _escape_all)
-    if _is_inert(heavy):
-        return heavy
-    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return f"{fence}text\n{text}\n{fence}"  # never reached by any payload known; literal all the same
+    simple = not _COMPLEX.search(text)
+    out: list[str] = []
+    fence: Optional[str] = None
+    offset, last_gt = 0, text.rfind(">")
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        if fence is not None:
+            out.append(line)
+            if _closes_fence(line.rstrip("\n"), fence):
+                fence = None
+            continue
+        opened = _FENCE.match(line.rstrip("\n")) if simple else None
+        if opened and not (opened.group(2)[0] == "`" and "`" in opened.group(3)):
+            fence = opened.group(2)
+            out.append(line)
+            continue
+        # With no `>` from here on no tag can be completed: every `<` left is text.
+        out.append(_escape_line(line) if start <= last_gt else _LINK.sub(_link, line))
+    return _DEFINITION.sub(_definition, "".join(out))
 
 
-def _escape_angles(chunk: str) -> str:
+def _escape_line(line: str) -> str:
+    """Escape the tag starts of one line outside its inline code spans."""
     out, last = [], 0
-    for match in _VERBATIM.finditer(chunk):
-        out.append(chunk[last : match.start()].replace("<", "&lt;"))
-        out.append(match.group(0))
-        last = match.end()
-    out.append(chunk[last:].replace("<", "&lt;"))
-    return "".join(out)
+    for start, end in _code_spans(line):
+        out.append(_TAG_START.sub("&lt;", line[last:start]))
+        out.append(line[start:end])
+        last = end
+    out.append(_TAG_START.sub("&lt;", line[last:]))
+    return _LINK.sub(_link, "".join(out))
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Where `line` has code spans as CommonMark reads them: a run of backticks not escaped by
+    a backslash, up to the next run of the same length. A span holding `|` is left out (in a
+    table row the pipe splits cells first)."""
+    spans, i, n = [], 0, len(line)
+    while i < n:
+        if line[i] != "`":
+            i += 2 if line[i] == "\\" else 1
+            continue
+        j = i
+        while j < n and line[j] == "`":
+            j += 1
+        run = j - i
+        k = j
+        close = -1
+        while k < n:
+            if line[k] == "`":
+                m = k
+                while m < n and line[m] == "`":
+                    m += 1
+                if m - k == run:
+                    close = m
+                    break
+                k = m
+            else:
+                k += 1
+        if close < 0:
+            i = j  # no closing run: the backticks are text
+            continue
+        if "|" not in line[i:close]:
+            spans.append((i, close))
+        i = close
+    return spans
+
+
+def _safe_destination(url: str) -> bool:
+    return _is_safe_link(html.unescape(url))  # `&#106;avascript:` is `javascript:` to a renderer
+
+
+def _link(match: re.Match[str]) -> str:
+    return match.group(0) if _safe_destination(match.group(1)) else "]\\(" + match.group(0)[2:]
+
+
+def _definition(match: re.Match[str]) -> str:
+    indent = match.group(1)
+    return match.group(0) if _safe_destination(match.group(3)) else indent + "\\" + match.group(0)[len(indent) :]
 
 
 def _escape_all(chunk: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", chunk)
-
-
-def _escape_outside_code(text: str, escape: Any) -> str:
-    """Apply `escape` to every line that is not in a top-level code block of `text`."""
-    lines = text.splitlines(keepends=True)
-    code = set()
-    for token in _html_parser().parse(text):
-        if token.level == 0 and token.type in ("fence", "code_block") and token.map:
-            code.update(range(*token.map))
-    out, run = [], []
-    for number, line in enumerate(lines):
-        if number in code:
-            if run:
-                out.append(escape("".join(run)))
-                run = []
-            out.append(line)
-        else:
-            run.append(line)
-    if run:
-        out.append(escape("".join(run)))
-    return "".join(out)
-
-
-class _AnyLink(MarkdownIt):
-    def validateLink(self, url: str) -> bool:  # see every link, to judge it in `_is_inert`
-        return True
-
-
-@lru_cache(maxsize=1)
-def _html_parser() -> MarkdownIt:
-    """How a renderer that passes HTML through reads markdown (CommonMark, raw HTML on)."""
-    return _AnyLink("commonmark", {"html": True}).enable(["table", "strikethrough"])
-
-
-def _is_inert(markdown: str) -> bool:
-    """Nothing in `markdown` parses as raw HTML, and every link and image is safe."""
-
-    def inert(tokens: list[Token]) -> bool:
-        for token in tokens:
-            if token.type in ("html_block", "html_inline"):
-                return False
-            for name in ("href", "src"):
-                url = token.attrGet(name)
-                if url is not None and not is_safe_link(str(url)):
-                    return False
-            if token.children and not inert(token.children):
-                return False
-        return True
-
-    return inert(_html_parser().parse(markdown))
