@@ -113,6 +113,8 @@ def safe_markdown(text: str) -> str:
     and definitions to anything but http(s), mailto or a relative URL lose their link syntax.
     No parse of the whole answer: this runs when a stream ends, on the kernel's loop.
     """
+    if not _TAG_START.search(text) and "](" not in text and "]:" not in text:
+        return text  # nothing to escape (most answers): no copy, no scan line by line
     simple = not _COMPLEX.search(text)
     out: list[str] = []
     fence: Optional[str] = None
@@ -136,6 +138,8 @@ def safe_markdown(text: str) -> str:
 
 def _escape_line(line: str) -> str:
     """Escape the tag starts of one line outside its inline code spans."""
+    if "<" not in line:
+        return _LINK.sub(_link, line) if "](" in line else line
     out, last = [], 0
     for start, end in _code_spans(line):
         out.append(_TAG_START.sub("&lt;", line[last:start]))
