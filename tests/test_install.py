@@ -33,7 +33,7 @@ def test_the_wheel_installs_with_pip_alone_and_runs_the_quickstart(tmp_path: Pat
     clean["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     wheels = tmp_path / "wheels"
     _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), str(ROOT)],
         cwd=tmp_path,
         env=clean,
     )

@@ -128,7 +128,7 @@ async def settle(before: int, timeout: float = RUNNER_WAIT) -> None:
         if handle.started_in < before and left > 0:
             # too slow (said below), or failed (the stream says so itself)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(handle), left)  # type: ignore[arg-type]
+                await asyncio.wait_for(asyncio.shield(handle), left)
     for handle in running():
         if handle.started_in < before:
             handle.save_partial(
