@@ -195,3 +195,32 @@ def test_the_markdown_form_keeps_code_and_math_as_written():
     assert "<a" not in html.split("link</a>")[1]  # the javascript: link is text
     in_a_list = safe_markdown("- item\n\n```\n<img src=x onerror=alert(1)>\n```\n")
     assert "&lt;img" in in_a_list  # with a list about, code is escaped too
+
+
+@pytest.mark.kernel
+def test_an_answer_that_ends_between_two_cells_is_still_saved(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+):
+    """A runner reads nobody's messages between two cells (papermill writes the notebook there);
+    an answer ending then is sent again, with its widgets' state, when the next cell starts."""
+    import time
+
+    from nbclient import NotebookClient
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    prompt, model = PROMPTS["awaited"]
+    cells = [
+        f"import streamwidgets as sw\nh = sw.show({prompt!r}, model={model!r}, demo={{'tokens_per_second': 1000}})",
+        "print(h.done)",
+    ]
+    import nbformat
+
+    nb = nbformat.read(str(make_notebook(tmp_path / "gap.ipynb", cells)), as_version=4)
+    gap = lambda **_: time.sleep(2.5)  # noqa: E731 — the pause between cells
+    NotebookClient(nb, kernel_name="sw-export", timeout=120, on_cell_executed=gap).execute()
+    assert nb.cells[1].outputs[0]["text"] == "True\n"  # it ended in the gap, before cell 2
+    data = nb.cells[0].outputs[0]["data"]
+    words = last_words(prompt, model)
+    assert words in data["text/markdown"] and "Still streaming" not in data["text/plain"]
+    assert words in widget_texts(nb) and "sw-status-complete" in widget_texts(nb)

@@ -16,7 +16,8 @@ stdin: nbclient, papermill and nbval send that; JupyterLab, Notebook and VS Code
 end of each cell waits, up to `RUNNER_WAIT` seconds, for the streams that earlier cells left
 running, so that their answers are saved. Streams of the cell that just ended are not waited for
 (a later cell may cancel them on purpose); their saved form says that they were still streaming,
-and a later cell's end replaces it with the answer.
+and a later cell's end replaces it with the answer. An answer that ends between two cells, when
+the runner reads nobody's messages, is sent again (with its widgets' state) when the next starts.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
-__all__ = ["RUNNER_WAIT", "watch", "number", "in_cell"]
+__all__ = ["RUNNER_WAIT", "watch", "number", "in_cell", "deliver", "touched"]
 
 T = TypeVar("T")
 
@@ -38,6 +39,10 @@ RUNNER_WAIT = 60.0
 
 _context: Optional[contextvars.Context] = None
 _number = 0
+#: Under a runner, after a cell's end and before the next cell: what is sent then is sent again.
+_between = False
+_missed: list[Callable[[], Any]] = []
+_stale: dict[int, Any] = {}
 _watched: set[int] = set()
 
 
@@ -84,18 +89,51 @@ def _under_runner(shell: Any) -> bool:
         return False
 
 
+def deliver(send: Callable[[], Any], widget: Any = None) -> None:
+    """`send()` as the running cell. Between two cells of a runner (which reads nobody's
+    messages then), `send()` again when the next cell starts, after the whole state of
+    `widget`: what a stream sent while no cell ran would otherwise be lost."""
+    in_cell(send)
+    if _between:
+        touched(widget)
+        _missed.append(send)
+
+
+def touched(widget: Any) -> None:
+    """`widget` (and its children) sent updates; between two cells of a runner, their whole
+    state goes out again when the next cell starts."""
+    if _between and widget is not None:
+        _stale[id(widget)] = widget
+
+
+def _resend(widget: Any) -> None:
+    widget.send_state()
+    for child in getattr(widget, "children", ()):
+        _resend(child)
+
+
 def _cell_starts(info: Any = None) -> None:
-    global _context, _number
+    global _context, _number, _between
     _context = contextvars.copy_context()
     _number += 1
+    _between = False
+    stale, missed = list(_stale.values()), list(_missed)
+    _stale.clear()
+    _missed.clear()
+    for widget in stale:
+        _resend(widget)
+    for send in missed:
+        send()
 
 
 def _cell_ends(shell: Any, result: Any = None) -> None:
     """Under a runner, save the answers still streaming as far as they got: should the run stop
     here, the notebook keeps them and says so (a later cell's end replaces them)."""
+    global _between
     if _under_runner(shell):
         from .handle import running
 
+        _between = True  # from here until the next cell, the runner may not be listening
         for handle in running():
             handle.save_partial(
                 "Still streaming when its cell ended: the notebook run stopped before the answer finished,"

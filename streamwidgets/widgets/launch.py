@@ -25,7 +25,7 @@ from ..recording import recording_meta, replay_into
 from ..sdk import sdk_into
 from ..state import StreamState
 from ..terminal import TerminalPrinter
-from .cells import in_cell
+from .cells import deliver
 from .cells import watch as watch_cells
 from .fallback import final_bundle, placeholder_bundle
 from .handle import Runner, StreamHandle, scrub
@@ -198,7 +198,7 @@ def show_runner(
 
     def save(_handle: StreamHandle, note: Optional[str]) -> None:
         bundle = final_bundle(view, model, view_options.get("badge"), note)
-        in_cell(update_display, bundle, raw=True, display_id=display_id)  # see `cells`
+        deliver(lambda: update_display(bundle, raw=True, display_id=display_id), view.widget)  # see `cells`
 
     handle.save_with(save)
     return handle

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable
 from typing import Optional, Protocol
 
-from .cells import in_cell
+from .cells import in_cell, touched
 
 __all__ = ["Drawable", "FrameScheduler", "scheduler_for"]
 
@@ -153,6 +153,8 @@ class FrameScheduler:
 
     def _draw(self, view: Drawable, now: float, *, final: bool = False) -> int:
         sent = in_cell(view.refresh, now, final=final)  # the running cell's output (see `cells`)
+        if sent:
+            touched(getattr(view, "widget", None))
         self._tokens -= sent
         self.messages += sent
         self.frames += 1
