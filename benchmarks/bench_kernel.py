@@ -92,7 +92,7 @@ class Kernel:
             pass
 
     def execute(self, code: str, timeout: float = 600.0) -> str:
-        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=False)
+        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=True)  # as JupyterLab sends it
         deadline = time.monotonic() + timeout
         stdout, idle, reply = [], False, None
         while not (idle and reply) and time.monotonic() < deadline:

@@ -323,6 +323,9 @@ async def stream_into(
     """
     state.model = state.model or request.model
     state.provider = state.provider or request.provider.name
+    state.source = state.source or (
+        "offline demo" if request.offline_note or request.provider.name == "demo" else "live"
+    )
     if request.prefix and not state.text_length:
         state.apply(TextDelta(request.prefix))
     feed = Feed(state, Normalizer(request.api, request.provider), notify=notify, limits=request.limits)
@@ -392,12 +395,15 @@ async def _response_items(
         raise StreamBroke(f"the body could not be read: {exc}.") from None
     except httpx.TimeoutException as exc:
         if isinstance(exc, httpx.ConnectTimeout):
-            yield [
-                ErrorEvent(f"Could not connect to {_where(request)} within {_CONNECT_TIMEOUT:g} s.", "connect_timeout")
-            ]
+            message = (
+                f"{_where(request)} did not answer within {_CONNECT_TIMEOUT:g} s: the server may be down, or a "
+                f"firewall or proxy drops the connection. Check the base_url, or {_OFFLINE_FIX}."
+            )
+            yield [ErrorEvent(message, "connect_timeout")]
             return
         raise StreamBroke(
-            f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled)."
+            f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled). "
+            "The provider may be overloaded: Continue asks for the rest, and a larger `stall_timeout=` waits longer."
         ) from None
     except httpx.ConnectError as exc:
         yield [ErrorEvent(request.redact(connect_failure(request, exc)), "connect_error")]
@@ -457,8 +463,28 @@ def connect_failure(request: StreamRequest, exc: BaseException) -> str:
             return f"Nothing answers on {where} — is {server} running? ({_OFFLINE_FIX}.)"
         return f"Nothing answers on {where}: check the base_url and that the server is running."
     if any(isinstance(c, ssl.SSLError) for c in causes) or "certificate" in text.lower():
-        return f"A secure (TLS) connection to {url.host} failed: {text}. A proxy or a clock far off can cause it."
+        return f"A secure (TLS) connection to {url.host} failed: {_tls_words(text, url)}"
     return f"Could not connect to {_where(request)}: {text}."
+
+
+def _tls_words(text: str, url: httpx.URL) -> str:
+    """What a TLS failure means and what fixes it; the library's own words come last."""
+    lowered = text.lower()
+    if "wrong version number" in lowered or "record layer failure" in lowered or "http request" in lowered:
+        why = "the server does not speak TLS. If it serves plain HTTP, use http:// in the base_url."
+    elif "self-signed" in lowered or "unable to get local issuer" in lowered or "unknown ca" in lowered:
+        why = (
+            "its certificate is not signed by an authority this machine trusts (a self-signed certificate, or a "
+            "network that inspects TLS). Point SSL_CERT_FILE at the certificate you trust, or serve plain http:// "
+            "on 127.0.0.1 for a server of your own."
+        )
+    elif "expired" in lowered or "not yet valid" in lowered:
+        why = "its certificate has expired or is not valid yet: check this machine's clock, then the server's certificate."
+    elif "hostname mismatch" in lowered or "doesn't match" in lowered or "not valid for" in lowered:
+        why = f"its certificate is for another name than {url.host}: check the host in the base_url."
+    else:
+        why = "check the base_url; a proxy that inspects TLS, or a clock far off, can also cause this."
+    return f"{why} ({text})"
 
 
 _NO_NAME = r"name or service not known|nodename nor servname|getaddrinfo failed|temporary failure in name resolution"
