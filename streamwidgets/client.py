@@ -24,6 +24,7 @@ from urllib.parse import quote
 import anyio
 import httpx
 
+from ._reads import gulps
 from .dialects import WHOLE_BODY_LIMIT, Dialect, Normalizer, dialect_class
 from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
@@ -356,7 +357,7 @@ async def _response_items(
                 body = request.redact_bytes(await _read_limited(response, WHOLE_BODY_LIMIT))
                 yield _not_a_stream(normalizer, body, content_type)
                 return
-            async for chunk in response.aiter_raw():
+            async for chunk in gulps(response):
                 if recorder is not None:
                     recorder.chunk(chunk)
                 yield chunk
