@@ -54,7 +54,27 @@ def answer_tokens(text: str, tokens: int) -> tuple[str, ...]:
 
 _VARS = "abcxyzmnkt"
 _GREEK = (r"\alpha", r"\beta", r"\lambda", r"\sigma", r"\theta", r"\mu", r"\omega")
-_WORDS = ["the", "sum", "of", "each", "term", "bounds", "a", "series", "where", "we", "see", "that", "so", "it", "follows", "and", "hence", "for", "all"]
+_WORDS = [
+    "the",
+    "sum",
+    "of",
+    "each",
+    "term",
+    "bounds",
+    "a",
+    "series",
+    "where",
+    "we",
+    "see",
+    "that",
+    "so",
+    "it",
+    "follows",
+    "and",
+    "hence",
+    "for",
+    "all",
+]
 
 
 def _math_answer(tokens: int) -> str:

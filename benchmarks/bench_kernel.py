@@ -59,6 +59,7 @@ WIRE_PARTS = ("header", "parent_header", "metadata", "content")
 COMM_TYPES = ("comm_open", "comm_msg", "comm_close")
 MARKER = "Here"  # the segment server's answers begin with it: the first token is spotted by it
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+PARTS = ("head", "rates", "sizes", "many", "ttft", "cancel")
 
 KERNEL_SETUP = """
 import asyncio, time
@@ -489,6 +490,7 @@ def panel_python() -> str:
 
 def main(args: argparse.Namespace) -> None:
     quick, text, runs = args.quick, args.text, args.runs or (1 if args.quick else 3)
+    parts = set(args.parts.split(","))
     main_tokens = 5_000 if quick else 20_083
     started = time.monotonic()
     segments = SegmentServer()
@@ -512,32 +514,34 @@ def main(args: argparse.Namespace) -> None:
                     Case("show", "segments", main_tokens, 1000, text=text, kernel="panel"),
                     Case("baseline", "segments", main_tokens, 1000, text=text, kernel="panel"),
                 ]
-            head_runs = repeat(head, kernels, servers, runs)
+            head_runs = repeat(head, kernels, servers, runs) if "head" in parts else []
             rates = [
                 Case(view, "segments", tokens, rate, text=text)
                 for rate, tokens in ((100, 500 if quick else 2_000), (5000, main_tokens))
                 for view in ("none", "show")
             ]
-            rate_runs = repeat(rates, kernels, servers, runs)
+            rate_runs = repeat(rates, kernels, servers, runs) if "rates" in parts else []
             sizes = [
                 Case(view, "segments", tokens, 1000 if not quick else 5000, text=text)
                 for tokens in ((2_000, 20_083) if quick else (2_000, 100_000))
                 for view in ("none", "show")
             ]
-            size_runs = repeat(sizes, kernels, servers, runs)
+            size_runs = repeat(sizes, kernels, servers, runs) if "sizes" in parts else []
             many = [Case("show", "segments", 400 if quick else 2_000, 200, streams=20, text=text)]
-            many_runs = repeat(many, kernels, servers, runs)
+            many_runs = repeat(many, kernels, servers, runs) if "many" in parts else []
             ttft_case = Case("show", "segments", 300, 1000, text=text)
-            ttft_runs = repeat([ttft_case], kernels, servers, 5 if quick else 15)[0]
+            ttft_runs = repeat([ttft_case], kernels, servers, 5 if quick else 15)[0] if "ttft" in parts else []
             clicks = 5 if quick else 20
-            cancels = {rate: cancel_latencies(kernels["main"], segments, rate, clicks) for rate in (50.0, 1000.0)}
+            rates_ = (50.0, 1000.0) if "cancel" in parts else ()
+            cancels = {rate: cancel_latencies(kernels["main"], segments, rate, clicks) for rate in rates_}
         finally:
             for kernel in kernels.values():
                 kernel.stop()
             segments.close()
     print(file=sys.stderr)
     print(f"{runs} run(s) each, medians; text: {text}; kernel CPU = utime+stime of the kernel process from /proc\n")
-    table(f"{main_tokens:,} tokens at 1,000 tokens/s, one SSE event per TCP segment", head_runs)
+    if head_runs:
+        table(f"{main_tokens:,} tokens at 1,000 tokens/s, one SSE event per TCP segment", head_runs)
     ours = {(g[0].case.view, g[0].case.source, g[0].case.kernel): median([r.cpu for r in g]) for g in head_runs}
     wire = {(g[0].case.view, g[0].case.source, g[0].case.kernel): median([r.wire_bytes for r in g]) for g in head_runs}
     if ("panel", "segments", "panel") in ours:
@@ -547,9 +551,12 @@ def main(args: argparse.Namespace) -> None:
             f"of show() and sends {wire[('panel', 'segments', 'panel')] / wire[show]:.1f}x the bytes; the baseline "
             f"{ours[('baseline', 'segments', 'panel')] / ours[show]:.1f}x the CPU, {wire[('baseline', 'segments', 'panel')] / wire[show]:.1f}x the bytes."
         )
-    table("Rates (one event per segment)", rate_runs)
-    table("Sizes: flat per token?", size_runs)
-    print("\n## 20 views at once, 200 tokens/s each\n")
+    if rate_runs:
+        table("Rates (one event per segment)", rate_runs)
+    if size_runs:
+        table("Sizes: flat per token?", size_runs)
+    if many_runs:
+        print("\n## 20 views at once, 200 tokens/s each\n")
     for group in many_runs:
         case = group[0].case
         cores = [r.cpu / r.duration * 100 for r in group]
@@ -560,13 +567,15 @@ def main(args: argparse.Namespace) -> None:
             f"/{case.streams}; load avg {median([r.load for r in group]):.2f}"
         )
     values = [r.ttft * 1000 for r in ttft_runs if r.ttft is not None]
-    print(
-        f"\n## Time to first token (server sent it → first comm message with it), {len(values)} streams\n\n"
-        f"median {median(values):.1f} ms, p95 {p95(values):.1f} ms, max {max(values):.1f} ms"
-    )
-    print(f"\n## Cancel click → the server sees the disconnect ({clicks} clicks each)\n")
-    print("| tokens/s | median ms | p95 ms | max ms |")
-    print("|---:|---:|---:|---:|")
+    if values:
+        print(
+            f"\n## Time to first token (server sent it → first comm message with it), {len(values)} streams\n\n"
+            f"median {median(values):.1f} ms, p95 {p95(values):.1f} ms, max {max(values):.1f} ms"
+        )
+    if cancels:
+        print(f"\n## Cancel click → the server sees the disconnect ({clicks} clicks each)\n")
+        print("| tokens/s | median ms | p95 ms | max ms |")
+        print("|---:|---:|---:|---:|")
     for rate, latencies in cancels.items():
         print(f"| {rate:,.0f} | {median(latencies):.1f} | {p95(latencies):.1f} | {max(latencies):.1f} |")
     print(f"\nTotal run: {time.monotonic() - started:.0f} s")
@@ -577,5 +586,6 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="smaller answers, one run, fewer clicks")
     parser.add_argument("--runs", type=int, default=0, help="repetitions (default 3, 1 with --quick)")
     parser.add_argument("--text", choices=("long", "math"), default="long", help="the answer's markdown")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which tables (default all: {','.join(PARTS)})")
     parser.add_argument("--compare", choices=("panel",), help="add Panel 1.10 in a Python 3.12 kernel")
     main(parser.parse_args())
