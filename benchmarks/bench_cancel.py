@@ -54,7 +54,7 @@ async def main(runs: int) -> None:
         print("| API | tokens/s | median ms | p95 ms | max ms |")
         print("|---|---:|---:|---:|---:|")
         for api in ("chat", "responses", "messages"):
-            for rate in (100.0, 1000.0):
+            for rate in (50.0, 1000.0):
                 values = [await one(server, api, rate) for _ in range(runs)]
                 print(
                     f"| {api} | {rate:.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |"

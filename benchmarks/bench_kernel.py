@@ -467,10 +467,12 @@ HEADER = (
 
 
 def table(title: str, groups: list[list[Run]]) -> None:
+    print(file=sys.stderr)
     print(f"\n## {title}\n")
     print(HEADER)
     for runs in groups:
         print(row(runs))
+    sys.stdout.flush()
 
 
 def repeat(cases: list[Case], kernels: dict[str, Kernel], servers: dict[str, Any], runs: int) -> list[list[Run]]:
@@ -488,75 +490,25 @@ def panel_python() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def main(args: argparse.Namespace) -> None:
-    quick, text, runs = args.quick, args.text, args.runs or (1 if args.quick else 3)
-    parts = set(args.parts.split(","))
-    main_tokens = 5_000 if quick else 20_083
-    started = time.monotonic()
-    segments = SegmentServer()
-    with DemoServer() as embedded, tempfile.TemporaryDirectory() as home:
-        servers: dict[str, Any] = {"segments": segments, "embedded": embedded}
-        kernels = {"main": start_kernel(Path(home) / "main")}
-        try:
-            if args.compare == "panel":
-                kernels["panel"] = start_kernel(Path(home) / "panel", panel_python(), KERNEL_SETUP + PANEL_SETUP)
-            # the acceptance case first: 20,083 tokens at 1,000 tokens/s, one event per segment
-            head = [
-                Case("none", "segments", main_tokens, 1000, text=text),
-                Case("show", "segments", main_tokens, 1000, text=text),
-                Case("baseline", "segments", main_tokens, 1000, text=text),
-                Case("none", "embedded", main_tokens, 1000),
-                Case("show", "embedded", main_tokens, 1000),
-            ]
-            if "panel" in kernels:
-                head += [
-                    Case("panel", "segments", main_tokens, 1000, text=text, kernel="panel"),
-                    Case("show", "segments", main_tokens, 1000, text=text, kernel="panel"),
-                    Case("baseline", "segments", main_tokens, 1000, text=text, kernel="panel"),
-                ]
-            head_runs = repeat(head, kernels, servers, runs) if "head" in parts else []
-            rates = [
-                Case(view, "segments", tokens, rate, text=text)
-                for rate, tokens in ((100, 500 if quick else 2_000), (5000, main_tokens))
-                for view in ("none", "show")
-            ]
-            rate_runs = repeat(rates, kernels, servers, runs) if "rates" in parts else []
-            sizes = [
-                Case(view, "segments", tokens, 1000 if not quick else 5000, text=text)
-                for tokens in ((2_000, 20_083) if quick else (2_000, 100_000))
-                for view in ("none", "show")
-            ]
-            size_runs = repeat(sizes, kernels, servers, runs) if "sizes" in parts else []
-            many = [Case("show", "segments", 400 if quick else 2_000, 200, streams=20, text=text)]
-            many_runs = repeat(many, kernels, servers, runs) if "many" in parts else []
-            ttft_case = Case("show", "segments", 300, 1000, text=text)
-            ttft_runs = repeat([ttft_case], kernels, servers, 5 if quick else 15)[0] if "ttft" in parts else []
-            clicks = 5 if quick else 20
-            rates_ = (50.0, 1000.0) if "cancel" in parts else ()
-            cancels = {rate: cancel_latencies(kernels["main"], segments, rate, clicks) for rate in rates_}
-        finally:
-            for kernel in kernels.values():
-                kernel.stop()
-            segments.close()
-    print(file=sys.stderr)
-    print(f"{runs} run(s) each, medians; text: {text}; kernel CPU = utime+stime of the kernel process from /proc\n")
-    if head_runs:
-        table(f"{main_tokens:,} tokens at 1,000 tokens/s, one SSE event per TCP segment", head_runs)
-    ours = {(g[0].case.view, g[0].case.source, g[0].case.kernel): median([r.cpu for r in g]) for g in head_runs}
-    wire = {(g[0].case.view, g[0].case.source, g[0].case.kernel): median([r.wire_bytes for r in g]) for g in head_runs}
-    if ("panel", "segments", "panel") in ours:
-        show = ("show", "segments", "panel")
-        print(
-            f"\nIn the Python 3.12 kernel: Panel uses {ours[('panel', 'segments', 'panel')] / ours[show]:.1f}x the kernel CPU "
-            f"of show() and sends {wire[('panel', 'segments', 'panel')] / wire[show]:.1f}x the bytes; the baseline "
-            f"{ours[('baseline', 'segments', 'panel')] / ours[show]:.1f}x the CPU, {wire[('baseline', 'segments', 'panel')] / wire[show]:.1f}x the bytes."
-        )
-    if rate_runs:
-        table("Rates (one event per segment)", rate_runs)
-    if size_runs:
-        table("Sizes: flat per token?", size_runs)
-    if many_runs:
-        print("\n## 20 views at once, 200 tokens/s each\n")
+def report_head(head_runs: list[list[Run]], main_tokens: int) -> None:
+    table(f"{main_tokens:,} tokens at 1,000 tokens/s, one SSE event per TCP segment", head_runs)
+    key = {(g[0].case.view, g[0].case.kernel): g for g in head_runs if g[0].case.source == "segments"}
+    for kernel in ("main", "panel"):
+        if ("show", kernel) not in key:
+            continue
+        show = key[("show", kernel)]
+        for other in ("baseline", "panel"):
+            if (other, kernel) in key:
+                runs = key[(other, kernel)]
+                print(
+                    f"\n{runs[0].case.label} against show() in the same kernel: "
+                    f"{median([r.cpu for r in runs]) / median([r.cpu for r in show]):.1f}x the kernel CPU, "
+                    f"{median([r.wire_bytes for r in runs]) / median([r.wire_bytes for r in show]):.1f}x the widget bytes."
+                )
+
+
+def report_many(many_runs: list[list[Run]]) -> None:
+    print("\n## 20 views at once, 200 tokens/s each\n")
     for group in many_runs:
         case = group[0].case
         cores = [r.cpu / r.duration * 100 for r in group]
@@ -566,18 +518,83 @@ def main(args: argparse.Namespace) -> None:
             f"messages in any second {max(r.peak for r in group)}; views updated {min(r.views_updated for r in group)}"
             f"/{case.streams}; load avg {median([r.load for r in group]):.2f}"
         )
+
+
+def report_ttft(ttft_runs: list[Run]) -> None:
     values = [r.ttft * 1000 for r in ttft_runs if r.ttft is not None]
-    if values:
-        print(
-            f"\n## Time to first token (server sent it → first comm message with it), {len(values)} streams\n\n"
-            f"median {median(values):.1f} ms, p95 {p95(values):.1f} ms, max {max(values):.1f} ms"
-        )
-    if cancels:
-        print(f"\n## Cancel click → the server sees the disconnect ({clicks} clicks each)\n")
-        print("| tokens/s | median ms | p95 ms | max ms |")
-        print("|---:|---:|---:|---:|")
+    print(
+        f"\n## Time to first token (server sent it → first comm message with it), {len(values)} streams\n\n"
+        f"median {median(values):.1f} ms, p95 {p95(values):.1f} ms, max {max(values):.1f} ms; "
+        f"load avg {median([r.load for r in ttft_runs]):.2f}"
+    )
+
+
+def report_cancels(cancels: dict[float, list[float]], clicks: int) -> None:
+    print(f"\n## Cancel click → the server sees the disconnect ({clicks} clicks each)\n")
+    print("| tokens/s | median ms | p95 ms | max ms | load avg |")
+    print("|---:|---:|---:|---:|---:|")
     for rate, latencies in cancels.items():
-        print(f"| {rate:,.0f} | {median(latencies):.1f} | {p95(latencies):.1f} | {max(latencies):.1f} |")
+        print(
+            f"| {rate:,.0f} | {median(latencies):.1f} | {p95(latencies):.1f} | {max(latencies):.1f} | "
+            f"{os.getloadavg()[0]:.2f} |"
+        )
+
+
+def main(args: argparse.Namespace) -> None:
+    quick, text, runs = args.quick, args.text, args.runs or (1 if args.quick else 3)
+    parts = set(args.parts.split(","))
+    main_tokens = 5_000 if quick else 20_083
+    started = time.monotonic()
+    segments = SegmentServer()
+    print(f"{runs} run(s) each, medians; text: {text}; kernel CPU = utime+stime of the kernel process from /proc")
+    with DemoServer() as embedded, tempfile.TemporaryDirectory() as home:
+        servers: dict[str, Any] = {"segments": segments, "embedded": embedded}
+        kernels = {"main": start_kernel(Path(home) / "main")}
+        try:
+            if args.compare == "panel":
+                kernels["panel"] = start_kernel(Path(home) / "panel", panel_python(), KERNEL_SETUP + PANEL_SETUP)
+            if "head" in parts:  # the acceptance case: 20,083 tokens at 1,000 tokens/s, an event per segment
+                head = [
+                    Case("none", "segments", main_tokens, 1000, text=text),
+                    Case("show", "segments", main_tokens, 1000, text=text),
+                    Case("baseline", "segments", main_tokens, 1000, text=text),
+                    Case("none", "embedded", main_tokens, 1000),
+                    Case("show", "embedded", main_tokens, 1000),
+                ]
+                if "panel" in kernels:
+                    head += [
+                        Case(view, "segments", main_tokens, 1000, text=text, kernel="panel")
+                        for view in ("panel", "show", "baseline")
+                    ]
+                report_head(repeat(head, kernels, servers, runs), main_tokens)
+            if "rates" in parts:
+                rates = [
+                    Case(view, "segments", tokens, rate, text=text)
+                    for rate, tokens in ((100, 500 if quick else 2_000), (5000, main_tokens))
+                    for view in ("none", "show")
+                ]
+                table("Rates (one event per segment)", repeat(rates, kernels, servers, runs))
+            if "sizes" in parts:
+                sizes = [
+                    Case(view, "segments", tokens, 1000 if not quick else 5000, text=text)
+                    for tokens in ((2_000, 20_083) if quick else (2_000, 100_000))
+                    for view in ("none", "show")
+                ]
+                table("Sizes: flat per token?", repeat(sizes, kernels, servers, runs))
+            if "many" in parts:
+                many = [Case("show", "segments", 400 if quick else 2_000, 200, streams=20, text=text)]
+                report_many(repeat(many, kernels, servers, runs))
+            if "ttft" in parts:
+                ttft_case = Case("show", "segments", 300, 1000, text=text)
+                report_ttft(repeat([ttft_case], kernels, servers, 5 if quick else 15)[0])
+            if "cancel" in parts:
+                clicks = 5 if quick else 20
+                cancels = {rate: cancel_latencies(kernels["main"], segments, rate, clicks) for rate in (50.0, 1000.0)}
+                report_cancels(cancels, clicks)
+        finally:
+            for kernel in kernels.values():
+                kernel.stop()
+            segments.close()
     print(f"\nTotal run: {time.monotonic() - started:.0f} s")
 
 

@@ -28,8 +28,8 @@ import httpx
 
 __all__ = ["PAUSE", "IDLE", "WARM_UP", "Pacer", "gulps"]
 
-#: Seconds each read waits while the stream flows (a cadence of 50 reads a second at most).
-PAUSE = 0.02
+#: Seconds each read waits while the stream flows: 20 reads a second at most, the pace a view draws at.
+PAUSE = 0.05
 #: A read that waited longer than this for its data ended an idle spell.
 IDLE = 0.1
 #: Reads at once after an idle spell (the first events and the first token), before pacing.
@@ -46,15 +46,15 @@ class Pacer:
         self,
         read: Read,
         *,
-        pause: float = PAUSE,
-        idle: float = IDLE,
-        warm_up: int = WARM_UP,
+        pause: Optional[float] = None,
+        idle: Optional[float] = None,
+        warm_up: Optional[int] = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._read = read
-        self._pause = pause
-        self._idle = idle
-        self._warm_up = warm_up
+        self._pause = PAUSE if pause is None else pause
+        self._idle = IDLE if idle is None else idle
+        self._warm_up = WARM_UP if warm_up is None else warm_up
         self._clock = clock
         self._quick = 0  # reads in a row that found data without waiting long
         self.reads = 0
