@@ -77,17 +77,17 @@ async def gulps(response: httpx.Response, **pacing: Any) -> AsyncIterator[bytes]
     Without a network stream to pace (a mock transport, a client of the user's own that hands
     out none), it is `aiter_raw()` as it is.
     """
-    stream = response.extensions.get("network_stream")
-    pacer = None
+    stream: Any = response.extensions.get("network_stream")
+    paced = False
     if stream is not None and callable(getattr(stream, "read", None)):
         try:
-            pacer = Pacer(stream.read, **pacing)
-            stream.read = pacer.read
+            stream.read = Pacer(stream.read, **pacing).read
+            paced = True
         except AttributeError:  # a stream class that takes no attributes: read it as it is
-            pacer = None
+            pass
     try:
         async for chunk in response.aiter_raw():
             yield chunk
     finally:
-        if pacer is not None:
+        if paced:
             del stream.read  # the class's own read again (the connection may be reused)
