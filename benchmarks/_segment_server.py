@@ -17,17 +17,22 @@ between sends, so a disconnect is seen at once), all on the machine's monotonic 
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import select
 import socket
+import subprocess
 import sys
 import threading
 import time
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["answer_tokens", "serve"]
+import httpx
+
+__all__ = ["SegmentServer", "answer_tokens", "serve"]
 
 _WORD = re.compile(r"\s*\S+")
 
@@ -224,6 +229,46 @@ def serve(listener: socket.socket) -> None:
     while True:
         conn, _ = listener.accept()
         threading.Thread(target=server.handle, args=(conn,), daemon=True).start()
+
+
+class SegmentServer:
+    """This server in its own process (for a benchmark to start and stop); `records()` is its log."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(
+                    [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
+                ),
+            },
+        )
+        assert self.process.stdout is not None
+        self.base = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
+
+    def url(self, text: str, tokens: int, rate: float) -> str:
+        return f"{self.base}/{text}/{tokens}/{rate:g}/v1"
+
+    def records(self) -> list[dict[str, Any]]:
+        return list(httpx.get(self.base + "/records", timeout=30).json())
+
+    def wait_for_disconnect(self, after: int, timeout: float = 5.0) -> Optional[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            record = next((r for r in self.records() if r["id"] > after and r["closed"] is not None), None)
+            if record is not None:
+                return record
+            time.sleep(0.01)
+        return None
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(10)
 
 
 if __name__ == "__main__":

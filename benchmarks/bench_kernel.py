@@ -48,11 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import httpx
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from streamwidgets.server import DemoServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _segment_server import SegmentServer
 
 HERE = Path(__file__).resolve().parent
 WIRE_PARTS = ("header", "parent_header", "metadata", "content")
@@ -222,41 +224,6 @@ def start_kernel(home: Path, python: str = sys.executable, setup: str = KERNEL_S
     kernel = Kernel(manager, client)
     kernel.execute(setup)
     return kernel
-
-
-class SegmentServer:
-    """`_segment_server.py` in its own process; `records()` is its log."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "_segment_server.py")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])},
-        )
-        assert self.process.stdout is not None
-        self.base = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
-
-    def url(self, text: str, tokens: int, rate: float) -> str:
-        return f"{self.base}/{text}/{tokens}/{rate:g}/v1"
-
-    def records(self) -> list[dict[str, Any]]:
-        return list(httpx.get(self.base + "/records", timeout=30).json())
-
-    def wait_for_disconnect(self, after: int, timeout: float = 5.0) -> Optional[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            record = next((r for r in self.records() if r["id"] > after and r["closed"] is not None), None)
-            if record is not None:
-                return record
-            time.sleep(0.01)
-        return None
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(10)
 
 
 # --------------------------------------------------------------------------- one run
