@@ -74,20 +74,20 @@ class Pacer:
 async def gulps(response: httpx.Response, **pacing: Any) -> AsyncIterator[bytes]:
     """`response.aiter_raw()`, with the connection's reads paced by a `Pacer` while it lasts.
 
-    Without a network stream to pace (a mock transport, a client of the user's own that hands
-    out none), it is `aiter_raw()` as it is.
+    Only an HTTP/1.1 connection is paced: it carries this one response until the body ends. (An
+    HTTP/2 connection may carry other streams, which a pause must not hold back.) Without a
+    network stream to pace, it is `aiter_raw()` as it is.
     """
-    stream: Any = response.extensions.get("network_stream")
-    paced = False
+    stream: Any = response.extensions.get("network_stream") if response.http_version == "HTTP/1.1" else None
+    paced: Optional[Read] = None
     if stream is not None and callable(getattr(stream, "read", None)):
         try:
-            stream.read = Pacer(stream.read, **pacing).read
-            paced = True
+            stream.read = paced = Pacer(stream.read, **pacing).read
         except AttributeError:  # a stream class that takes no attributes: read it as it is
-            pass
+            paced = None
     try:
         async for chunk in response.aiter_raw():
             yield chunk
     finally:
-        if paced:
-            del stream.read  # the class's own read again (the connection may be reused)
+        if paced is not None and vars(stream).get("read") is paced:
+            del stream.read  # the class's own read again, for the next request on this connection
