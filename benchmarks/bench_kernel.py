@@ -238,6 +238,8 @@ class Case:
     streams: int = 1
     text: str = "long"
     kernel: str = "main"  # main | panel
+    #: False: every network read at once, as before `streamwidgets/_reads.py` (for a before/after)
+    paced: bool = True
 
     @property
     def label(self) -> str:
@@ -248,7 +250,8 @@ class Case:
             "panel": "Panel 1.10 ChatInterface",
         }
         where = " — embedded provider" if self.source == "embedded" else ""
-        return names[self.view] + where + (" (Python 3.12 kernel)" if self.kernel == "panel" else "")
+        before = "" if self.paced else " — unpaced reads (before)"
+        return names[self.view] + where + before + (" (Python 3.12 kernel)" if self.kernel == "panel" else "")
 
 
 @dataclass
@@ -284,6 +287,8 @@ def stream_code(case: Case, request: str) -> str:
         "baseline": f"baseline({request})",
     }[case.view]
     return f"""
+import streamwidgets._reads as _reads
+_reads.WARM_UP = {8 if case.paced else 10**9}
 _streams = [{one} for _ in range({case.streams})]
 finals = await asyncio.gather(*_streams)
 final = finals[0]
@@ -529,6 +534,8 @@ def main(args: argparse.Namespace) -> None:
                 head = [
                     Case("none", "segments", main_tokens, 1000, text=text),
                     Case("show", "segments", main_tokens, 1000, text=text),
+                    Case("none", "segments", main_tokens, 1000, text=text, paced=False),
+                    Case("show", "segments", main_tokens, 1000, text=text, paced=False),
                     Case("baseline", "segments", main_tokens, 1000, text=text),
                     Case("none", "embedded", main_tokens, 1000),
                     Case("show", "embedded", main_tokens, 1000),
