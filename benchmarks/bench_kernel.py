@@ -94,8 +94,8 @@ def widget_ids(widget):
     return [widget.model_id] + [i for child in getattr(widget, "children", ()) for i in widget_ids(child)]
 
 class Final:
-    def __init__(self, text):
-        self.status, self.text = "complete", text
+    def __init__(self, text, status="complete"):
+        self.status, self.text = status, str(text)
 """
 
 PANEL_SETUP = """
@@ -157,7 +157,7 @@ class Kernel:
         while self.pump(quiet) is not None and time.monotonic() < deadline:
             pass
 
-    def execute(self, code: str, timeout: float = 900.0) -> str:
+    def execute(self, code: str, timeout: float = 1200.0) -> str:
         msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=False)
         deadline = time.monotonic() + timeout
         stdout, idle, reply = [], False, None
@@ -311,8 +311,11 @@ def panel_run(kernel: Kernel, case: Case, servers: dict[str, Any]) -> None:
     kernel.execute(
         """
 chat.send("Write it", respond=True)
-await done.wait()
-final = Final(chat.objects[-1].object)
+try:
+    await asyncio.wait_for(done.wait(), 900)
+    final = Final(chat.objects[-1].object)
+except asyncio.TimeoutError:  # Panel stopped iterating the callback: report it, keep the figures
+    final = Final(chat.objects[-1].object, "did not finish in 15 min")
 finals = [final]
 """
     )
@@ -333,7 +336,7 @@ def stream_run(kernel: Kernel, case: Case, servers: dict[str, Any]) -> Run:
     cpu = kernel.cpu() - cpu_before
     load = os.getloadavg()[0]
     statuses, markdown_bytes = kernel.value("[[f.status for f in finals], len(final.text.encode())]")
-    assert all(s == "complete" for s in statuses), statuses
+    assert all(s == "complete" for s in statuses) or case.view == "panel", statuses
     if case.source == "segments":
         records = [r for r in source.records() if r["id"] > last_record]
         opened = min(r["opened"] for r in records)
