@@ -23,7 +23,8 @@ its documented async-generator streaming on the same stream, next to `show()` an
 in that same kernel. Panel's kernel side only needs its client comm opened, as its frontend
 would: the benchmark opens it by hand.
 
-    python benchmarks/bench_kernel.py                   # about 25 minutes (Panel adds ~10)
+    python benchmarks/bench_kernel.py                   # 45 minutes on a busy 2-core machine (the HTML
+                                                        # baseline falls minutes behind at 20k tokens)
     python benchmarks/bench_kernel.py --quick           # a few minutes
     python benchmarks/bench_kernel.py --quick --compare panel
     python benchmarks/bench_kernel.py --text math       # the answer dense with $..$ / $$..$$ math
