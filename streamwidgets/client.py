@@ -9,6 +9,7 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import os
@@ -25,6 +26,7 @@ import anyio
 import httpx
 
 from ._decode import ACCEPT_ENCODING, UndecodableBody, decoded
+from ._reads import gulps
 from .dialects import WHOLE_BODY_LIMIT, Dialect, Normalizer, dialect_class
 from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
@@ -352,8 +354,15 @@ async def _client(client: Optional[httpx.AsyncClient], request: StreamRequest) -
     timeout = httpx.Timeout(connect=_CONNECT_TIMEOUT, read=request.stall_timeout, write=30.0, pool=30.0)
     # Loopback never goes through a proxy, whatever HTTP_PROXY / ALL_PROXY say (university networks
     # set them): the embedded demo would break, and a local server's key would travel to the proxy.
-    async with httpx.AsyncClient(timeout=timeout, trust_env=not _is_loopback(request.base_url)) as http:
+    trust_env = not _is_loopback(request.base_url)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=trust_env, verify=_tls(trust_env)) as http:
         yield http
+
+
+@functools.lru_cache(maxsize=2)
+def _tls(trust_env: bool) -> ssl.SSLContext:
+    """The TLS context, made once: httpx loads every CA certificate for each new client (~30 ms of CPU)."""
+    return httpx.create_ssl_context(trust_env=trust_env)
 
 
 def _is_loopback(base_url: str) -> bool:
@@ -386,7 +395,7 @@ async def _response_items(
                 body, _ = await _read_limited(response, request, WHOLE_BODY_LIMIT)
                 yield _not_a_stream(normalizer, request.redact_bytes(body), content_type)
                 return
-            chunks = response.aiter_raw()
+            chunks = gulps(response)
             async for chunk in decoded(chunks, response.headers.get("content-encoding")):
                 if recorder is not None:
                     recorder.chunk(chunk)
