@@ -135,18 +135,20 @@ def render_tex(tex: str, display: bool = False, pending: bool = False) -> str:
         root = ET.fromstring(_latex_to_mathml(source, display="block" if display else "inline"))
         if root.tag != _MATHML_NS + "math":
             raise _Refused(str(root.tag))
-        out: list[str] = []
+        out: list[str] = [_escape(root.text or "")]
         for child in root:
             _serialize(child, out)
             if child.tail:
                 out.append(_escape(child.tail))
     except Exception:  # noqa: BLE001 - any failure of the converter means: show the TeX
         return _tex_html(source, display)
-    body = "".join(out) or "<mrow></mrow>"
+    body = "".join(out)
+    if len(root) != 1 or root.text and root.text.strip():
+        body = f"<mrow>{body}</mrow>"  # semantics takes one presentation child
     annotation = f'<annotation encoding="application/x-tex">{_escape(source)}</annotation>'
     math = (
         f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="{"block" if display else "inline"}"'
-        f' alttext="{_escape(source, quote=True)}"><semantics><mrow>{body}</mrow>{annotation}</semantics></math>'
+        f' alttext="{_escape(source, quote=True)}"><semantics>{body}{annotation}</semantics></math>'
     )
     return f'<span class="{MATH_CLASS}">{math}</span>' if display else math
 
