@@ -8,8 +8,8 @@ backslash escapes, so `\\,dx` keeps its backslash, and code spans and blocks nev
 `render_tex` turns one formula into MathML with `latex2mathml`, once per formula (cached), within
 a size and nesting limit, and passes the result through an allow-list of MathML elements and
 attributes: the converter copies `\\href`, `\\style`, `\\class` and the text of `\\text{…}` into
-its output, and the browser would take them as markup. The TeX stays on the element (`alttext`
-and a TeX annotation) for copy and screen readers. A formula that is still open (its closing
+its output, and the browser would take them as markup. The TeX stays on the element (`alttext`)
+for copy and screen readers. A formula that is still open (its closing
 delimiter has not arrived), too big, or that the converter refuses is shown as its TeX, as text,
 in the math style (`TEX_CLASS`).
 
@@ -100,6 +100,10 @@ def _serialize(element: ET.Element, out: list[str]) -> None:
     if not isinstance(tag, str) or not tag.startswith(_MATHML_NS) or tag[len(_MATHML_NS) :] not in _ELEMENTS:
         raise _Refused(str(tag))
     name = tag[len(_MATHML_NS) :]
+    if name == "mrow" and not element.attrib and len(element) == 1 and not (element.text or "").strip():
+        if not (element[0].tail or "").strip():
+            _serialize(element[0], out)  # a row of one is that one: fewer bytes, same layout
+            return
     out.append(f"<{name}")
     for key, value in element.attrib.items():
         if key not in _ATTRIBUTES or not _VALUE_RE.fullmatch(value):
@@ -136,20 +140,20 @@ def render_tex(tex: str, display: bool = False, pending: bool = False) -> str:
         if root.tag != _MATHML_NS + "math":
             raise _Refused(str(root.tag))
         out: list[str] = [_escape(root.text or "")]
-        for child in root:
+        children = list(root)
+        if len(children) == 1 and children[0].tag == _MATHML_NS + "mrow" and not children[0].attrib:
+            out.append(_escape(children[0].text or ""))
+            children = list(children[0])  # <math> is a row already
+        for child in children:
             _serialize(child, out)
             if child.tail:
                 out.append(_escape(child.tail))
     except Exception:  # noqa: BLE001 - any failure of the converter means: show the TeX
         return _tex_html(source, display)
-    body = "".join(out)
-    if len(root) != 1 or root.text and root.text.strip():
-        body = f"<mrow>{body}</mrow>"  # semantics takes one presentation child
-    annotation = f'<annotation encoding="application/x-tex">{_escape(source)}</annotation>'
-    math = (
-        f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="{"block" if display else "inline"}"'
-        f' alttext="{_escape(source, quote=True)}"><semantics>{body}{annotation}</semantics></math>'
-    )
+    # The TeX rides in `alttext` (screen readers, copy); in HTML, <math> needs no xmlns.
+    mode = "block" if display else "inline"
+    math = f'<math display="{mode}" alttext="{_escape(source, quote=True)}">{"".join(out)}</math>'
+
     return f'<span class="{MATH_CLASS}">{math}</span>' if display else math
 
 
