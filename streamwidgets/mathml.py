@@ -50,7 +50,9 @@ MATH_CSS = "\n".join(
         f".sw-md .{TEX_CLASS}{{font-family:var(--jp-code-font-family,monospace);font-size:0.95em;"
         "white-space:pre-wrap;opacity:0.8}",
         f".sw-md .{MATH_CLASS}.{TEX_CLASS}{{text-align:left}}",
-        ".sw-md math{font-size:1.1em}",
+        # Fonts with an OpenType MATH table lay out large operators and stretchy delimiters.
+        '.sw-md math{font-size:1.1em;font-family:math,"Latin Modern Math","STIX Two Math",'
+        '"DejaVu Math TeX Gyre","Cambria Math",serif}',
     ]
 )
 
