@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_markdown import _WORDS, _Wire, _sentence, generate_answer, prefixes, tokenize  # noqa: E402
+from bench_markdown import _WORDS, _sentence, _Wire, generate_answer, prefixes, tokenize
 
-from streamwidgets.markdown import render_markdown  # noqa: E402
-from streamwidgets.mathml import render_tex  # noqa: E402
+from streamwidgets.markdown import render_markdown
+from streamwidgets.mathml import render_tex
 
 _INLINE = [
     "x_{{{a}}}^{{{b}}} + y_{{{b}}}",

@@ -208,12 +208,10 @@ def _close_emphasis(text: str, md: MarkdownIt, env: Any) -> list[Token]:
     tokens: list[Token] = []
     state = StateInline(text, md, env, tokens)
     md.inline.tokenize(state)
-    openers = [
-        state.tokens[d.token] for d in state.delimiters if d.open and d.marker in (0x2A, 0x5F, 0x7E)
-    ]
+    openers = [state.tokens[d.token] for d in state.delimiters if d.open and d.marker in (0x2A, 0x5F, 0x7E)]
     names = md.inline.ruler2.get_active_rules()
     rules = md.inline.ruler2.getRules("")
-    for name, rule in zip(names, rules):
+    for name, rule in zip(names, rules, strict=True):
         if name != "fragments_join":
             rule(state)
     unmatched = [t for t in openers if t.type == "text" and t.content in ("*", "_", "~~")]
@@ -243,7 +241,7 @@ def _close_emphasis(text: str, md: MarkdownIt, env: Any) -> list[Token]:
         for opened in _open_tags(tokens, run):
             closers.append(opened)
             tokens.append(opened)
-    for name, rule in zip(names, rules):
+    for name, rule in zip(names, rules, strict=True):
         if name == "fragments_join":
             rule(state)
     return state.tokens

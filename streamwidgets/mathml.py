@@ -61,17 +61,88 @@ _MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
 # MathML Core's presentation elements, less the ones that can carry links or markup
 # (maction, semantics, annotation, annotation-xml): those are never copied from the converter.
 _ELEMENTS = frozenset(
-    "math mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mstyle mtable mtr mtd "
-    "mlabeledtr mover munder munderover mpadded mphantom menclose merror mmultiscripts mprescripts "
-    "none mfenced".split()
+    [
+        "math",
+        "mrow",
+        "mi",
+        "mn",
+        "mo",
+        "ms",
+        "mtext",
+        "mspace",
+        "msub",
+        "msup",
+        "msubsup",
+        "mfrac",
+        "msqrt",
+        "mroot",
+        "mstyle",
+        "mtable",
+        "mtr",
+        "mtd",
+        "mlabeledtr",
+        "mover",
+        "munder",
+        "munderover",
+        "mpadded",
+        "mphantom",
+        "menclose",
+        "merror",
+        "mmultiscripts",
+        "mprescripts",
+        "none",
+        "mfenced",
+    ]
 )
 # Layout attributes only: no href, no style, no class, no id, no event handlers.
 _ATTRIBUTES = frozenset(
-    "display mathvariant mathsize mathcolor mathbackground displaystyle scriptlevel stretchy fence "
-    "separator separators lspace rspace minsize maxsize movablelimits accent accentunder width height "
-    "depth linethickness rowspacing columnspacing columnalign rowalign columnlines rowlines frame "
-    "framespacing notation columnspan rowspan symmetric largeop form voffset equalrows equalcolumns "
-    "align open close bevelled numalign denomalign".split()
+    [
+        "display",
+        "mathvariant",
+        "mathsize",
+        "mathcolor",
+        "mathbackground",
+        "displaystyle",
+        "scriptlevel",
+        "stretchy",
+        "fence",
+        "separator",
+        "separators",
+        "lspace",
+        "rspace",
+        "minsize",
+        "maxsize",
+        "movablelimits",
+        "accent",
+        "accentunder",
+        "width",
+        "height",
+        "depth",
+        "linethickness",
+        "rowspacing",
+        "columnspacing",
+        "columnalign",
+        "rowalign",
+        "columnlines",
+        "rowlines",
+        "frame",
+        "framespacing",
+        "notation",
+        "columnspan",
+        "rowspan",
+        "symmetric",
+        "largeop",
+        "form",
+        "voffset",
+        "equalrows",
+        "equalcolumns",
+        "align",
+        "open",
+        "close",
+        "bevelled",
+        "numalign",
+        "denomalign",
+    ]
 )
 # Values are lengths, keywords, colours and numbers: nothing that can hold a URL or a script.
 _VALUE_RE = re.compile(r"[A-Za-z0-9 .#%+\-]{0,64}")
@@ -102,10 +173,10 @@ def _serialize(element: ET.Element, out: list[str]) -> None:
     if not isinstance(tag, str) or not tag.startswith(_MATHML_NS) or tag[len(_MATHML_NS) :] not in _ELEMENTS:
         raise _Refused(str(tag))
     name = tag[len(_MATHML_NS) :]
-    if name == "mrow" and not element.attrib and len(element) == 1 and not (element.text or "").strip():
-        if not (element[0].tail or "").strip():
-            _serialize(element[0], out)  # a row of one is that one: fewer bytes, same layout
-            return
+    lone = len(element) == 1 and not (element.text or "").strip() and not (element[0].tail or "").strip()
+    if name == "mrow" and not element.attrib and lone:
+        _serialize(element[0], out)  # a row of one is that one: fewer bytes, same layout
+        return
     out.append(f"<{name}")
     for key, value in element.attrib.items():
         if key not in _ATTRIBUTES or not _VALUE_RE.fullmatch(value):
@@ -150,7 +221,7 @@ def render_tex(tex: str, display: bool = False, pending: bool = False) -> str:
             _serialize(child, out)
             if child.tail:
                 out.append(_escape(child.tail))
-    except Exception:  # noqa: BLE001 - any failure of the converter means: show the TeX
+    except Exception:
         return _tex_html(source, display)
     # The TeX rides in `alttext` (screen readers, copy); in HTML, <math> needs no xmlns.
     mode = "block" if display else "inline"

@@ -23,6 +23,7 @@ from streamwidgets.heal import heal_text
 from streamwidgets.markdown import IncrementalMarkdown, render_markdown
 from streamwidgets.widgets.markdown_pane import MarkdownPane
 
+
 @pytest.fixture
 def wire(monkeypatch: pytest.MonkeyPatch) -> Wire:
     """Widgets send to a recording kernel, as in the pane tests."""

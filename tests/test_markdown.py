@@ -584,15 +584,79 @@ _ALLOWED_ATTRIBUTES = {
 # Inside <math>: layout MathML only (no maction, no annotation-xml, no href, style or class), and
 # the TeX annotation. Typeset math comes from the kernel; anything else there is a finding.
 _MATHML_TAGS = set(
-    "math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot "
-    "mstyle mtable mtr mtd mover munder munderover mpadded mphantom menclose merror mmultiscripts "
-    "mprescripts none".split()
+    [
+        "math",
+        "semantics",
+        "annotation",
+        "mrow",
+        "mi",
+        "mn",
+        "mo",
+        "ms",
+        "mtext",
+        "mspace",
+        "msub",
+        "msup",
+        "msubsup",
+        "mfrac",
+        "msqrt",
+        "mroot",
+        "mstyle",
+        "mtable",
+        "mtr",
+        "mtd",
+        "mover",
+        "munder",
+        "munderover",
+        "mpadded",
+        "mphantom",
+        "menclose",
+        "merror",
+        "mmultiscripts",
+        "mprescripts",
+        "none",
+    ]
 )
 _MATHML_ATTRIBUTES = set(
-    "xmlns display alttext encoding mathvariant displaystyle scriptlevel stretchy fence separator lspace "
-    "rspace minsize maxsize movablelimits accent accentunder width height depth linethickness "
-    "rowspacing columnspacing columnalign rowalign columnlines rowlines frame framespacing notation "
-    "symmetric largeop form mathcolor mathsize voffset align".split()
+    [
+        "xmlns",
+        "display",
+        "alttext",
+        "encoding",
+        "mathvariant",
+        "displaystyle",
+        "scriptlevel",
+        "stretchy",
+        "fence",
+        "separator",
+        "lspace",
+        "rspace",
+        "minsize",
+        "maxsize",
+        "movablelimits",
+        "accent",
+        "accentunder",
+        "width",
+        "height",
+        "depth",
+        "linethickness",
+        "rowspacing",
+        "columnspacing",
+        "columnalign",
+        "rowalign",
+        "columnlines",
+        "rowlines",
+        "frame",
+        "framespacing",
+        "notation",
+        "symmetric",
+        "largeop",
+        "form",
+        "mathcolor",
+        "mathsize",
+        "voffset",
+        "align",
+    ]
 )
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from test_markdown import FIXTURE_TEXTS, audit, cuts_from_sizes, stream
+from hypothesis import given
+from hypothesis import strategies as st
+from test_markdown import FIXTURE_TEXTS, audit, cuts_from_sizes, slow, stream
 
 from streamwidgets.markdown import IncrementalMarkdown, render_markdown
 from streamwidgets.mathml import MATH_CLASS, MAX_DEPTH, MAX_TEX, TEX_CLASS, render_tex
@@ -201,7 +203,7 @@ LATEX_ATTACKS = [
     "\\text{<img src=x onerror=alert(1)>}",
     '\\mathrm{"><img src=x onerror=alert(1)>}',
     "\\color{red;background:url(javascript:alert(1))}x",
-    "\\operatorname{x\" onload=\"alert(1)}",
+    '\\operatorname{x" onload="alert(1)}',
     "\\toggle{a}{b}\\endtoggle",
     "\\tag{<b>1</b>} x",
 ]
@@ -251,3 +253,55 @@ def test_the_fixtures_render_only_layout_mathml() -> None:
 def test_fixture_files_exist() -> None:
     assert len(MATH_FIXTURES) >= 5
     assert all((Path(__file__).parent / "markdown_fixtures" / f"{name}.md").exists() for name in MATH_FIXTURES)
+
+
+# --------------------------------------------------------------------------------- random documents
+
+_PIECES = [
+    "$x$",
+    "$",
+    "$$",
+    "\\(",
+    "\\)",
+    "\\[",
+    "\\]",
+    "\\begin{align}",
+    "\\end{align}",
+    "a^2",
+    " ",
+    "\n",
+    "\n\n",
+    "\n$$\n",
+    "\n\\[\n",
+    "\n\\]\n",
+    "`",
+    "- ",
+    "> ",
+    "# ",
+    "|",
+    "**",
+    "5",
+    "\\",
+    "text",
+    "&",
+    "<b>",
+]
+
+
+@slow(60)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=40),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=20),
+    heal=st.booleans(),
+)
+def test_random_math_documents_stream_to_their_whole_render(pieces: list[str], sizes: list[int], heal: bool) -> None:
+    text = "".join(pieces)
+    whole = render_markdown(text)
+    im = IncrementalMarkdown(heal=heal)
+    for cut in cuts_from_sizes(text, sizes):
+        im.update(text[:cut])
+        assert audit(im.html) == []
+        if not heal and im.exact:
+            assert im.html == render_markdown(text[:cut])
+    im.finish(text)
+    assert im.html == whole

@@ -76,10 +76,10 @@ PAYLOADS: list[str] = [
     "\\(\\class{jp-Dialog sw-x}{x}\\)",
     "\\[\\text{<script>alert(1)</script>}\\]",
     "$\\text{<img src=x onerror=alert(1)>}$",
-    "$$\n\\mathrm{\"><svg onload=alert(1)>}\n$$",
+    '$$\n\\mathrm{"><svg onload=alert(1)>}\n$$',
     "\\(\\unicode{x3c}script\\unicode{x3e}alert(1)\\)",
     "$\\color{red;background:url(javascript:alert(1))}x$",
     "\\begin{align}\na &= \\href{javascript:alert(1)}{b}\n\\end{align}",
-    "$\\operatorname{x\" onload=\"alert(1)}$ and \\(\\toggle{a}{b}\\endtoggle\\)",
+    '$\\operatorname{x" onload="alert(1)}$ and \\(\\toggle{a}{b}\\endtoggle\\)',
     "open formula \\(\\text{<script>alert(1)</script>",
 ]

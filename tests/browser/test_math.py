@@ -50,7 +50,7 @@ def _chunks(text: str) -> Iterator[bytes]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -109,7 +109,9 @@ _PROBE = """() => {
 }"""
 
 
-def test_math_is_typeset_in_the_browser(opener: Opener, frontend: str, jupyter: Any, math_server: str, page: Any) -> None:
+def test_math_is_typeset_in_the_browser(
+    opener: Opener, frontend: str, jupyter: Any, math_server: str, page: Any
+) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1000, "height": 1200})
     path = jupyter.write_notebook(f"scratch_math_{frontend}.ipynb", math_cells(math_server))
