@@ -19,8 +19,11 @@ from test_markdown import FIXTURE_TEXTS, cuts_from_sizes, slow
 from test_math import visible
 from widget_harness import Wire
 
+from streamwidgets.events import Finish, Terminator, TextDelta
 from streamwidgets.heal import heal_text
 from streamwidgets.markdown import IncrementalMarkdown, render_markdown
+from streamwidgets.state import StreamState
+from streamwidgets.widgets import StreamView
 from streamwidgets.widgets.markdown_pane import MarkdownPane
 
 
@@ -191,3 +194,30 @@ def test_a_pane_without_healing_shows_the_render_of_the_text_so_far(wire: Wire) 
     pane = MarkdownPane(heal=False)
     pane.update("a **b")
     assert pane.html == render_markdown("a **b")
+
+
+@pytest.mark.parametrize("ending", ["cancelled", "cut", "complete"])
+def test_the_view_hides_a_cut_off_answers_dangling_markers(wire: Wire, ending: str) -> None:
+    """Notebook 03's cut-off answer used to end on a stray `**`: the view finishes a stream that
+    stopped short with its last block healed, and a complete one with its exact render."""
+    text = "First paragraph.\n\nThen **bold and `code"
+    state = StreamState(model="m")
+    view = StreamView(state, api="chat")
+    view.on_cancel(lambda: None)
+    view.on_continue(lambda: None)
+    state.begin(0.0)
+    state.apply(TextDelta(text), 0.5)
+    view.refresh(0.5)
+    if ending == "complete":
+        state.apply(Finish("stop"), 0.6)
+        state.apply(Terminator(), 0.7)
+    state.close(cancelled=ending == "cancelled", now=1.0)  # "cut": no terminator came
+    view.refresh(1.0)
+    assert state.done and state.text == text
+    html_text = view.answer.html
+    if ending == "complete":
+        assert not state.can_continue and html_text == render_markdown(text)
+    else:
+        assert state.can_continue
+        assert "**" not in shown(html_text) and "`" not in shown(html_text)
+        assert "<strong>bold and <code>code</code></strong>" in html_text
