@@ -17,9 +17,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_markdown import FIXTURE_TEXTS, audit, cuts_from_sizes, slow, stream
+from widget_harness import widget_strings
 
+from streamwidgets.events import ReasoningDelta, TextDelta
 from streamwidgets.markdown import IncrementalMarkdown, render_markdown
 from streamwidgets.mathml import MATH_CLASS, MAX_DEPTH, MAX_TEX, TEX_CLASS, render_tex
+from streamwidgets.state import StreamState
+from streamwidgets.widgets import StreamView
 
 MATH_FIXTURES = sorted(name for name in FIXTURE_TEXTS if name.startswith("math_"))
 # Fixtures where every formula closes: no frame may show a raw opening delimiter.
@@ -305,3 +309,34 @@ def test_random_math_documents_stream_to_their_whole_render(pieces: list[str], s
             assert im.html == render_markdown(text[:cut])
     im.finish(text)
     assert im.html == whole
+
+
+@pytest.mark.parametrize("tex", LATEX_ATTACKS)
+def test_hostile_tex_through_the_answer_and_reasoning_panes(tex: str) -> None:
+    """Streamed a few characters at a time into a view's answer and reasoning: every HTML value
+    the widgets hold, at every frame, passes the strict audit (layout MathML only)."""
+    text = f"Intro ${tex}$ and \\({tex}\\).\n\n$$\n{tex}\n$$\n\n- \\[{tex}\\]\n"
+    state = StreamState(model="m")
+    view = StreamView(state, api="chat")
+    state.begin(0.0)
+    for i in range(0, len(text), 3):
+        state.apply(ReasoningDelta(text[i : i + 3]), 0.1)
+        view.refresh(0.1)
+    for i in range(0, len(text), 3):
+        state.apply(TextDelta(text[i : i + 3]), 0.2)
+        view.refresh(0.2)
+        for html_text in _html_values(view):
+            assert audit(html_text) == [], html_text
+    state.close(now=1.0)
+    view.refresh(1.0)
+    assert view.answer.html == render_markdown(text)
+    assert "<math" in view.answer.html or TEX_CLASS in view.answer.html
+    for html_text in _html_values(view):
+        assert audit(html_text) == [], html_text
+
+
+def _html_values(view: StreamView) -> list[str]:
+    """The HTML the answer and reasoning panes hold (the markdown panes of the view)."""
+    assert view.reasoning is not None
+    panes = (view.answer.widget, view.reasoning.markdown.widget)
+    return [node.value for pane in panes for node, name, _ in widget_strings(pane) if name == "value"]

@@ -20,7 +20,7 @@ from textwrap import dedent
 from typing import Any
 
 import pytest
-from notebook_driver import ARTIFACTS, SLOW, Notebook, Opener, wait_status
+from notebook_driver import ARTIFACTS, SLOW, XSS_PROBE, Notebook, Opener, wait_status
 
 pytestmark = pytest.mark.browser
 
@@ -30,6 +30,13 @@ ANSWER_TEXT = (
     "and Euler's identity, \\(e^{i\\pi}+1=0\\), ties five constants together.\n\n"
     "\\[\n\\sum_{n=1}^{\\infty} \\frac{1}{n^2} = \\frac{\\pi^2}{6}\n\\]\n\n"
     "Prices stay text: it costs $5 and $10.\n"
+)
+#: LaTeX that would run script if the converter's output reached the page unsanitized.
+HOSTILE_TEXT = (
+    'Links: $\\href{javascript:window.__xss=1}{click}$ and \\(\\text{<img src=x onerror="window.__xss=1">}\\).\n\n'
+    "$$\\style{background:url(javascript:window.__xss=1)}{x} + \\class{jp-Dialog}{y}$$\n\n"
+    "\\[\\text{<script>window.__xss=1</script>} = \\unicode{x3c}img src=x onerror=window.__xss=1\\unicode{x3e}\\]\n\n"
+    "\\begin{align}\na &= \\href{javascript:window.__xss=1}{b}\n\\end{align}\n"
 )
 FRONTENDS = {"lab": "lab", "notebook7": "notebook"}
 DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "math.png"
@@ -51,13 +58,14 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        text = HOSTILE_TEXT if body.get("model") == "math-xss" else ANSWER_TEXT
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        for data in _chunks(ANSWER_TEXT):
+        for data in _chunks(text):
             self.wfile.write(data)
             self.wfile.flush()
             time.sleep(0.02)
@@ -85,12 +93,12 @@ def frontend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def math_cells(base_url: str) -> list[str]:
+def math_cells(base_url: str, model: str = "math-demo") -> list[str]:
     return [
         dedent(f"""\
             from streamwidgets.widgets import show
 
-            handle = show("Show me some math.", model="math-demo", api="chat", base_url={base_url!r},
+            handle = show("Show me some math.", model={model!r}, api="chat", base_url={base_url!r},
                           api_key="not-a-real-key")"""),
     ]
 
@@ -138,3 +146,30 @@ def test_math_is_typeset_in_the_browser(
     assert 5_000 < shot.stat().st_size < 600_000
     if frontend == "lab":
         shutil.copyfile(shot, DOCS_SHOT)
+
+
+# Attributes inside typeset math that could link, restyle or run something.
+_MATH_ATTRIBUTES = """() => [...document.querySelectorAll('.sw-answer math, .sw-answer math *')]
+    .flatMap(el => [...el.attributes].filter(a => !['display', 'alttext', 'mathvariant', 'stretchy',
+        'displaystyle', 'scriptlevel', 'rowspacing', 'columnspacing', 'columnalign', 'width', 'fence',
+        'separator', 'lspace', 'rspace', 'movablelimits', 'accent', 'linethickness'].includes(a.name))
+    .map(a => el.tagName + '[' + a.name + '=' + a.value + ']'))"""
+
+
+def test_hostile_latex_stays_inert_in_the_browser(
+    opener: Opener, frontend: str, jupyter: Any, math_server: str, page: Any
+) -> None:
+    path = jupyter.write_notebook(f"scratch_math_xss_{frontend}.ipynb", math_cells(math_server, "math-xss"))
+    nb: Notebook = opener(path, FRONTENDS[frontend])
+    nb.run_all()
+    wait_status(nb, "complete", timeout=SLOW)
+    nb.wait_until_idle()
+    time.sleep(1.0)  # give any handler that slipped through the time to fire
+    found = nb.js(XSS_PROBE)
+    found["active"] = [el for el in found["active"] if not el.startswith("<math")]  # typeset math is ours
+    assert found == {"marker": "undefined", "handlers": [], "badUrls": [], "active": [], "scripts": []}, found
+    assert nb.js("() => document.querySelectorAll('.sw-answer math').length") >= 3
+    assert nb.js(_MATH_ATTRIBUTES) == []
+    assert (
+        nb.js("() => document.querySelectorAll('.sw-answer img, .sw-answer script, .sw-answer a[href^=j]').length") == 0
+    )
