@@ -99,6 +99,8 @@ def _open_span(text: str) -> tuple[str, Optional[str]]:
                 i = found[1] + len(found[3])
                 continue
             opener = next((o for o in _CLOSERS if text.startswith(o, i)), None)
+            if opener is not None and "`" in text[i:]:
+                opener = None  # the math rule takes no formula with a backtick: not math, then
             if opener is not None and not _odd_backslashes(text, i):
                 closer = _CLOSERS[opener]
                 body = text[i + len(opener) :]

@@ -126,6 +126,7 @@ def test_other_fixtures_in_random_tokens(name: str) -> None:
         ("costs $5", "costs $5"),
         ("a \\", "a "),
         ("`a **b` c", "`a **b` c"),
+        ("$$a`b", "$$a`b`"),  # no formula holds a backtick: the code span is what is open
     ],
 )
 def test_heal_text(tail: str, expected: str) -> None:
