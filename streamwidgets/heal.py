@@ -183,10 +183,14 @@ def _heal_tables(tokens: list[Token], partial: Optional[int]) -> None:
 
 
 def _last_inline(tokens: list[Token], src: str) -> Optional[Token]:
-    """The inline token of the last leaf block, if the text ends inside it."""
+    """The inline token of the last leaf block, if the text ends inside it.
+
+    A block that a blank line has ended is final as it is: healing it would flash its markers.
+    """
+    lines = src.count("\n")  # complete lines: a blank one after the block ends it
     for token in reversed(tokens):
         if token.type == "inline":
-            return token
+            return token if token.map is None or token.map[1] >= lines else None
         if token.type in ("fence", "code_block", "sw_math_block", "hr"):
             return None
     return None

@@ -143,6 +143,14 @@ def test_open_emphasis_is_closed_or_dropped() -> None:
     assert "**" not in shown(im.html)
 
 
+def test_a_block_ended_by_a_blank_line_is_shown_as_it_will_stay() -> None:
+    im = IncrementalMarkdown(heal=True)
+    im.update("a **b\n")
+    assert im.html == "<p>a <strong>b</strong></p>\n"  # the paragraph may still go on
+    im.update("a **b\n\n")
+    assert im.html == render_markdown("a **b")  # it has ended: its ** is text for good
+
+
 def test_a_line_over_a_half_typed_underline_stays_a_paragraph() -> None:
     im = IncrementalMarkdown(heal=True)
     for text in ("Intro line\n-", "Intro line\n--", "Intro line\n="):
