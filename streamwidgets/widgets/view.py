@@ -263,7 +263,7 @@ class StreamView:
         if length != self._answer_length or (final and not self._answer_finished):
             before = snapshot(self.answer.widget)
             if final:
-                self.answer.finish(text)
+                self.answer.finish(text, cut_off=state.can_continue)
                 self._answer_finished = True
             else:
                 self.answer.update(text)
