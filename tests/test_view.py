@@ -155,9 +155,10 @@ def test_a_plain_answer_never_opens_the_parts_it_does_not_need(monkeypatch):
     opened = [m for m in wire.messages if m.msg_type == "comm_open"]
     classes = {c for node in walk(view.widget) for c in node._dom_classes}
     assert not classes & {"sw-reasoning-box", "sw-tools", "sw-sources", "sw-problems", "sw-continue"}
-    # view, header row, header, Cancel, usage, and the answer's box, page and live HTML widget
-    assert len(opened) == 8, [m.size for m in opened]
-    assert sum(m.size for m in opened) < 8_000
+    # view, header row, header, Cancel, the status region, usage, the scroll box that follows the
+    # answer's end, and the answer's box, page and live HTML widget
+    assert len(opened) == 10, [m.size for m in opened]
+    assert sum(m.size for m in opened) < 9_500
 
 
 def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
@@ -171,8 +172,9 @@ def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
     view.refresh(0.1)
     order = [
         view.header.widget,
+        view.announcer.widget,
         view.reasoning.widget,
-        view.answer.widget,
+        view.answer_box,
         view.tools.widget,
         view.sources.widget,
         view.usage.widget,
@@ -181,6 +183,7 @@ def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
     children = [child for child in view.widget.children if "sw-style" not in child._dom_classes]
     assert children[0].children[:2] == (view.header.widget, view.cancel_button)
     assert [children[0].children[0], *children[1:]] == order
+    assert view.answer_box.children == (view.answer.widget,)
     assert view.continue_button in children[0].children and shown(view.continue_button)
     assert all(shown(part) for part in order)
 

@@ -9,6 +9,7 @@ line of its own, so that a long one never pushes the buttons out of the header r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 from .. import formatting
@@ -18,12 +19,17 @@ from ..state import StreamState
 from .sync import Parts, set_traits
 from .traffic import Cost
 
-__all__ = ["Header", "header_html"]
+__all__ = ["Header", "header_html", "Announcer", "announcement", "announcement_html"]
 
 #: The status word shown for each `StreamState.phase`.
 
 _LIVE = frozenset({"waiting", "thinking", "answering"})
 _MAX_NAME = 80
+_MAX_SAID = 160
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def live_elapsed(state: StreamState, now: Optional[float]) -> Optional[float]:
@@ -73,9 +79,7 @@ def header_html(
     if phase == "complete" and state.finish == "length":
         word = "done · token limit reached"
     pulse = '<span class="sw-pulse"></span>' if live else ""
-    items.append(
-        f'<span class="sw-status sw-status-{escape_html(phase)}" role="status">{pulse}{escape_html(word)}</span>'
-    )
+    items.append(f'<span class="sw-status sw-status-{escape_html(phase)}">{pulse}{escape_html(word)}</span>')
     if part > 1:
         items.append(f'<span class="sw-part">part {part}</span>')
     metrics = []
@@ -113,3 +117,42 @@ class Header:
     def show(self, html: str) -> Cost:
         """Show `header_html(...)` (nothing is sent when it did not change)."""
         return set_traits(self.widget, value=html)
+
+
+def announcement(state: StreamState, text: str, redact: Callable[[str], str] = _unchanged) -> str:
+    """What the status region says in `state.phase`: "answering" while it streams, then how it
+    ended and how long the answer (`text`, the whole of it across Continue parts) is in words."""
+    phase = state.phase
+    if phase in _LIVE:
+        return "answering"
+    n = len(text.split())
+    words = f"{formatting.count(n)} word{'' if n == 1 else 's'}"
+    if phase == "complete":
+        if state.finish == "length":
+            return f"answer stopped at the token limit, {words}"
+        return f"answer complete, {words}"
+    if phase == "cancelled":
+        return f"answer cancelled, {words} kept"
+    if phase == "error":
+        error = state.error
+        said = formatting.shorten(redact(error.message), _MAX_SAID) if error is not None else ""
+        return f"answer failed: {said}, {words} kept" if said else f"answer failed, {words} kept"
+    return f"answer cut off before the end, {words} kept"
+
+
+def announcement_html(said: str) -> str:
+    """The status region: polite, atomic, and in words only (`said` may carry provider text)."""
+    return f'<div role="status" aria-live="polite" aria-atomic="true">{escape_html(said)}</div>'
+
+
+class Announcer:
+    """The view's status region for screen readers: drawn for nobody (the header shows the same
+    phase), sent only when what it says changes."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.widget = parts.html("sw-announce", value=announcement_html(""))
+        self.said = ""
+
+    def show(self, said: str) -> Cost:
+        self.said = said
+        return set_traits(self.widget, value=announcement_html(said))

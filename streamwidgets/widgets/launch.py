@@ -45,6 +45,7 @@ def show(
     offline: Optional[bool] = None,
     record: Union[str, os.PathLike[str], None] = None,
     max_fps: float = 20.0,
+    scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
     **params: Any,
@@ -53,7 +54,9 @@ def show(
 
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
-    body). `record=` saves the raw stream for `show_replay()`. `max_fps` caps the view's redraws.
+    body). `record=` saves the raw stream for `show_replay()`. `max_fps` caps the view's redraws;
+    `scale` sizes its text, code and math (1.5 for a projector; `set_defaults(scale=...)` sets it
+    for every view of the kernel).
     `display=False` streams into a view that is not displayed: place `handle.view.widget` yourself.
     """
     if isinstance(prompt, StreamRequest):
@@ -87,6 +90,7 @@ def show(
         note=request.offline_note,
         badge="offline demo" if request.offline_note else None,
         max_fps=max_fps,
+        scale=scale,
     )
 
 
@@ -107,12 +111,13 @@ def show_replay(
     api: Optional[str] = None,
     citation_markers: bool = False,
     max_fps: float = 20.0,
+    scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
 ) -> StreamHandle:
     """Replay a recording (`show(..., record=path)`, or a raw SSE file) in the same view, at its
     recorded pace times `speed` (0: no waiting). Cancel works as for a live stream. `model`,
-    `provider` and `api` label the header; `display=False` as for `show()`."""
+    `provider` and `api` label the header; `scale` and `display=False` as for `show()`."""
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return replay_into(source, state, speed=speed, notify=notify)
@@ -133,6 +138,7 @@ def show_replay(
         else "Replay of a recording.",
         citation_markers=citation_markers,
         max_fps=max_fps,
+        scale=scale,
     )
 
 
@@ -143,17 +149,20 @@ def show_sdk(
     provider: Optional[str] = None,
     api: Optional[str] = None,
     max_fps: float = 20.0,
+    scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
 ) -> StreamHandle:
     """Show a stream you opened with the official `openai` or `anthropic` SDK (sync or async) in
     the same view; Cancel closes the SDK stream, and so its connection. `model`, `provider` and
-    `api` label the header; `display=False` as for `show()`."""
+    `api` label the header; `scale` and `display=False` as for `show()`."""
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return sdk_into(stream, state, notify=notify, provider=provider)
 
-    return show_runner(runner, out=out, display=display, model=model, provider=provider, api=api, max_fps=max_fps)
+    return show_runner(
+        runner, out=out, display=display, model=model, provider=provider, api=api, max_fps=max_fps, scale=scale
+    )
 
 
 def show_runner(

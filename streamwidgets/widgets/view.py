@@ -25,13 +25,14 @@ import ipywidgets as w
 
 from ..events import Source
 from ..state import StreamState, joined_text
-from .header import Header, header_html
+from .defaults import view_defaults
+from .header import Announcer, Header, announcement, header_html
 from .markdown_pane import MarkdownPane
 from .problems import ProblemBox, problem_html
 from .reasoning import ReasoningPane
 from .sources import SourcesPane
 from .sync import Parts, set_traits, visible_classes
-from .theme import stylesheet_widget
+from .theme import scale_class, scale_widget, stylesheet_widget
 from .toolcalls import ToolCallsPane
 from .traffic import NOTHING, Cost, messages_between, snapshot
 from .usage import UsageMeter
@@ -54,6 +55,8 @@ class StreamView:
     box; the live clock in the header ticks once a second even when no event arrives.
     `max_bytes_per_second` slows the frames down when each one is heavy (about 24 KB/s keeps a
     1,000 tokens/s answer under 8 bytes on the wire per byte of markdown).
+    `scale` (1.5 for a projector; `set_defaults(scale=...)` sets it for the kernel) sizes the
+    text, code and math of this view.
     """
 
     def __init__(
@@ -71,8 +74,11 @@ class StreamView:
         slow_fps: float = 1.0,
         max_bytes_per_second: float = 24_000.0,
         style: bool = True,
+        scale: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        scale = view_defaults().scale if scale is None else scale
+        scale_css = scale_class(scale) if scale != 1 else None
         if max_fps <= 0 or slow_fps <= 0 or max_bytes_per_second <= 0:
             raise ValueError("max_fps, slow_fps and max_bytes_per_second must be positive")
         self.min_interval = 1.0 / max_fps
@@ -112,8 +118,14 @@ class StreamView:
             icon="stop",
         )
         self._header_row = parts.box(w.HBox, [self.header.widget, self.cancel_button], "sw-header-row")
+        # What a screen reader hears: once per phase, never per token (see `header.Announcer`).
+        self.announcer = Announcer(parts)
+        # The answer scrolls in a box of its own that follows the growing end (see theme.py).
+        self.answer_box = parts.box(w.VBox, [self.answer.widget], "sw-answer-box")
         self._style = stylesheet_widget() if style else None
-        self.widget = parts.box(w.VBox, list(self._children()), "sw-view")
+        self._scale_style = scale_widget(scale) if scale_css else None
+        classes = ("sw-view", scale_css) if scale_css else ("sw-view",)
+        self.widget = parts.box(w.VBox, list(self._children()), *classes)
 
         #: Applied to error and warning texts before they are shown: a provider or proxy may echo
         #: the key back in its error message. The handle sets it from the request.
@@ -242,6 +254,8 @@ class StreamView:
             self._slow_at = now
         elif phase != self._shown_phase:  # the status word changes at once, the rest at the slow rate
             sent += self._draw_header(state, now)
+        if phase != self._shown_phase:
+            sent += self.announcer.show(announcement(state, self.text, self.redact))
         sent += self._draw_controls(state)
         self._shown_version = state.version
         self._shown_phase = phase
@@ -298,9 +312,11 @@ class StreamView:
         """The view's parts that exist, top to bottom."""
         parts = (
             self._style,
+            self._scale_style,
             self._header_row,
+            self.announcer.widget,
             self.reasoning.widget if self.reasoning is not None else None,
-            self.answer.widget,
+            self.answer_box,
             self.tools.widget if self.tools is not None else None,
             self.sources.widget if self.sources is not None else None,
             self.usage.widget,
