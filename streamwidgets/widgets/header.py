@@ -9,6 +9,7 @@ line of its own, so that a long one never pushes the buttons out of the header r
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Optional
 
@@ -19,7 +20,7 @@ from ..state import StreamState
 from .sync import Parts, set_traits
 from .traffic import Cost
 
-__all__ = ["Header", "header_html", "Announcer", "announcement", "announcement_html"]
+__all__ = ["Header", "header_html", "Announcer", "announcement", "css_string"]
 
 #: The status word shown for each `StreamState.phase`.
 
@@ -120,11 +121,14 @@ class Header:
 
 
 def announcement(state: StreamState, text: str, redact: Callable[[str], str] = _unchanged) -> str:
-    """What the status region says in `state.phase`: "answering" while it streams, then how it
-    ended and how long the answer (`text`, the whole of it across Continue parts) is in words."""
+    """What the status region says in `state.phase`: nothing while the request waits, "thinking"
+    and "answering" as they start, then how it ended and how long the answer (`text`, the whole of
+    it across Continue parts) is in words."""
     phase = state.phase
+    if phase == "waiting":
+        return ""
     if phase in _LIVE:
-        return "answering"
+        return phase
     n = len(text.split())
     words = f"{formatting.count(n)} word{'' if n == 1 else 's'}"
     if phase == "complete":
@@ -140,19 +144,36 @@ def announcement(state: StreamState, text: str, redact: Callable[[str], str] = _
     return f"answer cut off before the end, {words} kept"
 
 
-def announcement_html(said: str) -> str:
-    """The status region: polite, atomic, and in words only (`said` may carry provider text)."""
-    return f'<div role="status" aria-live="polite" aria-atomic="true">{escape_html(said)}</div>'
+#: The status region itself, polite and atomic; its words come from `Announcer.rule`.
+_REGION = '<div class="sw-said" role="status" aria-live="polite" aria-atomic="true"></div>'
+
+#: Characters a CSS string may hold as they are; every other one is written as an escape.
+_CSS_PLAIN = frozenset(" ,.:;!?'()-_")
+
+
+def css_string(text: str) -> str:
+    """`text` as the inside of a double-quoted CSS string: no quote, backslash, newline or `<`
+    (which could close the `<style>`) gets through unescaped."""
+    return "".join(c if c.isalnum() or c in _CSS_PLAIN else f"\\{ord(c):x} " for c in text)
 
 
 class Announcer:
-    """The view's status region for screen readers: drawn for nobody (the header shows the same
-    phase), sent only when what it says changes."""
+    """The view's status region for screen readers, drawn for nobody (the header shows the same
+    phase).
+
+    A screen reader speaks when what is inside a live region changes, not when a region is put
+    into the page — and an `HTML` widget replaces its whole content, region and all, on every
+    update. So the region is sent once and never touched, and its words are the `content` of a
+    CSS rule (`rule(said)`) that rides in the header, which is redrawn at every phase change
+    anyway: the region stays in place and only its text changes, once per phase. When the
+    output is drawn again (the final display update renders the view anew), the region comes
+    back with the words it had, which is no change and is not spoken again.
+    """
 
     def __init__(self, parts: Parts) -> None:
-        self.widget = parts.html("sw-announce", value=announcement_html(""))
-        self.said = ""
+        self.scope = f"sw-say-{uuid.uuid4().hex[:12]}"
+        self.widget = parts.html("sw-announce", self.scope, value=_REGION)
 
-    def show(self, said: str) -> Cost:
-        self.said = said
-        return set_traits(self.widget, value=announcement_html(said))
+    def rule(self, said: str) -> str:
+        """The `<style>` that makes this view's region say `said`."""
+        return f'<style>.{self.scope} .sw-said::after {{ content: "{css_string(said)}"; }}</style>'

@@ -66,6 +66,9 @@ _SOURCE = """
 .sw-view .sw-answer, .sw-view .sw-sources, .sw-view .sw-tools, .sw-view .sw-problems {
   font-size: var(--sw-text-size);
 }
+/* ipywidgets sizes every HTML widget to the UI font; the markdown panes' pieces take the pane's
+   (scaled) size instead. */
+.sw-view .sw-md .widget-html, .sw-view .sw-md .jupyter-widget-html { font-size: inherit; }
 /* A long answer lives in a box of its own height that keeps the growing end in sight: in a
    `column-reverse` scroll container the scroll position counts from the bottom, so at the bottom
    it stays there as the answer grows, and once the reader scrolls up the browser's scroll
@@ -126,6 +129,11 @@ _SOURCE = """
 @media (prefers-reduced-motion: reduce) { .sw-pulse { animation: none; } }
 .sw-metrics, .sw-alive { color: var(--jp-ui-font-color2, inherit); }
 .sw-view .sw-cancel, .sw-view .sw-continue { flex: 0 0 auto; width: auto; padding: 0 12px; }
+/* A button's icon is a glyph drawn by CSS, and it would go into the button's accessible name
+   (" Cancel"): the same glyph with empty alternative text keeps the name to the button's word. */
+.sw-view .jupyter-button .fa-stop::before { content: "\\f04d" / ""; }
+.sw-view .jupyter-button .fa-play::before { content: "\\f04b" / ""; }
+.sw-chat .jupyter-button .fa-paper-plane::before { content: "\\f1d8" / ""; }
 .sw-view .jupyter-button, .sw-chat .jupyter-button {
   font-size: var(--sw-ui-size); height: calc(var(--sw-scale, 1) * var(--jp-widgets-inline-height, 28px));
 }
@@ -141,7 +149,7 @@ _SOURCE = """
 }
 .sw-reasoning {
   color: var(--jp-content-font-color2, inherit);
-  font-size: 0.9em;
+  font-size: calc(0.9 * var(--sw-text-size));
   max-height: 24em; overflow-y: auto;
   border-left: 3px solid var(--jp-border-color1, rgba(127, 127, 127, 0.5));
   padding-left: 8px;

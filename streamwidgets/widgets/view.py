@@ -98,6 +98,9 @@ class StreamView:
         state = state if state is not None else StreamState(model=model, provider=provider)
 
         self._parts = parts = Parts()
+        # What a screen reader hears: once per phase, never per token (see `header.Announcer`).
+        self.announcer = Announcer(parts)
+        self.redact: Callable[[str], str] = _unchanged  # set by the handle, see below
         # Made with its first look, which the first frame then need not send.
         self.header = Header(parts, self._header_html(state, clock()))
         self.answer = MarkdownPane(css_class="sw-answer")
@@ -117,9 +120,11 @@ class StreamView:
             tooltip="Stop this answer and close the connection",
             icon="stop",
         )
-        self._header_row = parts.box(w.HBox, [self.header.widget, self.cancel_button], "sw-header-row")
-        # What a screen reader hears: once per phase, never per token (see `header.Announcer`).
-        self.announcer = Announcer(parts)
+        # The status region sits right after the header that carries its words, so that a view
+        # drawn anew (the final display update) puts them in the page first.
+        self._header_row = parts.box(
+            w.HBox, [self.header.widget, self.announcer.widget, self.cancel_button], "sw-header-row"
+        )
         # The answer scrolls in a box of its own that follows the growing end (see theme.py).
         self.answer_box = parts.box(w.VBox, [self.answer.widget], "sw-answer-box")
         self._style = stylesheet_widget() if style else None
@@ -129,7 +134,7 @@ class StreamView:
 
         #: Applied to error and warning texts before they are shown: a provider or proxy may echo
         #: the key back in its error message. The handle sets it from the request.
-        self.redact: Callable[[str], str] = _unchanged
+        self.redact = _unchanged
         self._on_cancel: Optional[Callable[[], object]] = None
         self._on_continue: Optional[Callable[[], object]] = None
         self.cancel_button.on_click(lambda _button: self._on_cancel and self._on_cancel())
@@ -254,8 +259,6 @@ class StreamView:
             self._slow_at = now
         elif phase != self._shown_phase:  # the status word changes at once, the rest at the slow rate
             sent += self._draw_header(state, now)
-        if phase != self._shown_phase:
-            sent += self.announcer.show(announcement(state, self.text, self.redact))
         sent += self._draw_controls(state)
         self._shown_version = state.version
         self._shown_phase = phase
@@ -314,7 +317,6 @@ class StreamView:
             self._style,
             self._scale_style,
             self._header_row,
-            self.announcer.widget,
             self.reasoning.widget if self.reasoning is not None else None,
             self.answer_box,
             self.tools.widget if self.tools is not None else None,
@@ -336,7 +338,8 @@ class StreamView:
 
     def _header_html(self, state: StreamState, now: float) -> str:
         labels = self._labels
-        return header_html(
+        said = self.announcer.rule(announcement(state, joined_text(self._carried_text, state.text), self.redact))
+        return said + header_html(
             state,
             now=now,
             model=labels["model"],
