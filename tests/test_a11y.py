@@ -9,6 +9,7 @@ so the test reads them back from that rule, as the browser does.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Any, Optional
@@ -103,7 +104,7 @@ def test_a_streamed_answer_is_announced_at_its_start_and_its_end_and_never_per_t
     handle, frames = stream(demo_server, "demo-markdown", tokens_per_second=300)
     assert handle.state.status == "complete"
     assert frames.heard == ["answering", f"answer complete, {words(handle.text)}"]
-    growing = [b for a, b in zip(frames.lengths, frames.lengths[1:]) if b > a]
+    growing = [b for a, b in itertools.pairwise(frames.lengths) if b > a]
     assert len(growing) >= 10, f"the answer was drawn in {len(growing)} growing frames: too few to show anything"
     # The region itself is sent once and never touched: only its words (in the header) change.
     assert len(frames.region_values) == 1

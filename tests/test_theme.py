@@ -275,7 +275,7 @@ def test_a_scale_is_one_small_rule_shared_by_the_kernel():
     assert widget is scale_widget(1.5) and widget is not scale_widget(2)
     assert widget.value == "<style>.sw-scale-150 { --sw-scale: 1.5; }</style>"
     for bad in (0, 0.2, 5, float("nan")):
-        with pytest.raises(ValueError, match="scale must be between 0.5 and 4"):
+        with pytest.raises(ValueError, match=r"scale must be between 0\.5 and 4"):
             scale_class(bad)
     # every size in the sheet follows the scale: no text is sized in bare pixels
     sizes = [d["font-size"] for _, d in SHEET if "font-size" in d]
