@@ -18,7 +18,7 @@ from textwrap import dedent
 from typing import Any
 
 import pytest
-from notebook_driver import ANSWER, ARTIFACTS, SLOW, Notebook, Opener, wait_status
+from notebook_driver import ANSWER, ARTIFACTS, SLOW, Notebook, Opener, rerun_from_scratch, set_lab_theme, wait_status
 
 pytestmark = pytest.mark.browser
 
@@ -212,6 +212,7 @@ def test_the_answer_box_follows_the_end_until_the_reader_scrolls_up(
     assert following[-1]["length"] > following[0]["length"], following
     assert following[0]["boxHeight"] < 700, "the box has a height limit"
     assert all(abs(p["endBelowBox"]) < 3 for p in following), [p["endBelowBox"] for p in following]
+    box.screenshot(path=str(ARTIFACTS / "a11y-following.png"))
 
     # The reader scrolls up: what they read stays put while the answer goes on growing below.
     bounds = box.bounding_box()
@@ -293,3 +294,57 @@ def test_code_scrolls_sideways_and_scale_enlarges_text_and_code(opener: Opener, 
         page.locator(".sw-view").first.screenshot(path=str(ARTIFACTS / f"a11y-scale-{int(scale * 100)}.png"))
     assert sizes[1.5]["text"] == pytest.approx(1.5 * sizes[1.0]["text"], rel=0.02), sizes
     assert sizes[1.5]["code"] == pytest.approx(1.5 * sizes[1.0]["code"], rel=0.02), sizes
+
+
+#: The contrast of every text the view draws against what is really behind it: computed colours,
+#: translucent ones laid over the first opaque background up the tree.
+CONTRAST_PROBE = """() => {
+    const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+    const over = (t, b) => [0, 1, 2].map(i => t[i] * t[3] + b[i] * (1 - t[3]));
+    const background = (el) => {
+        const layers = [];
+        for (let e = el; e; e = e.parentElement) {
+            const c = rgba(getComputedStyle(e).backgroundColor);
+            if (c[3] > 0) { layers.push(c); if (c[3] === 1) break; }
+        }
+        return layers.reverse().reduce((below, top) => over(top, below), [255, 255, 255]);
+    };
+    const lum = (c) => { const l = c.map(v => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+        return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+    const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+    const view = document.querySelector('.sw-view');
+    const texts = [...view.querySelectorAll('*')].filter(el => el.offsetParent && [...el.childNodes]
+        .some(n => n.nodeType === 3 && n.textContent.trim()) && !el.closest('pre'));
+    return texts.map(el => {
+        const bg = background(el);
+        const opacity = [...function* () { for (let e = el; e; e = e.parentElement) yield Number(getComputedStyle(e).opacity); }()]
+            .reduce((a, b) => a * b, 1);
+        const fg = rgba(getComputedStyle(el).color);
+        return {what: el.className || el.tagName, text: el.textContent.trim().slice(0, 30),
+                ratio: ratio(over([fg[0], fg[1], fg[2], fg[3] * opacity], bg), bg)};
+    });
+}"""
+
+
+def test_text_reaches_aa_contrast_in_the_browser_in_both_themes(opener: Opener, jupyter: Any) -> None:
+    """The computed colours of every text in a finished view, light and dark (the CSS arithmetic
+    of tests/test_theme.py, checked against what Chromium really draws)."""
+    sse = _write_code_stream(jupyter)
+    cells = [f"import streamwidgets as sw\n\nhandle = sw.show_replay({sse!r}, speed=0, model='demo', scale=1.5)"]
+    nb = opener(jupyter.write_notebook("scratch_a11y_contrast.ipynb", cells), "lab")
+    nb.page.set_viewport_size({"width": 1000, "height": 900})
+    nb.js("() => window.jupyterapp.shell.collapseLeft()")
+    try:
+        for theme, name in (("JupyterLab Light", "light"), ("JupyterLab Dark", "dark")):
+            set_lab_theme(nb, theme)
+            rerun_from_scratch(nb)
+            wait_status(nb, "complete")
+            nb.wait_until_idle()
+            time.sleep(0.5)
+            found = nb.js(CONTRAST_PROBE)
+            assert len(found) >= 6, found
+            low = [f for f in found if f["ratio"] < 4.5]
+            assert low == [], (theme, low)
+            nb.page.locator(".sw-view").first.screenshot(path=str(ARTIFACTS / f"a11y-scale-150-{name}.png"))
+    finally:
+        set_lab_theme(nb, "JupyterLab Light")
