@@ -25,7 +25,7 @@ from streamwidgets.widgets import StreamHandle, StreamView, scheduler_for, set_d
 from streamwidgets.widgets.header import announcement, css_string
 
 RULE = re.compile(
-    r'<style>\.(sw-say-[0-9a-f]{12}) \.sw-said::after \{ content: "((?:[^"\\<]|\\[0-9a-f]{1,6} )*)"; \}</style>'
+    r'<style>\.(sw-say-[0-9a-f]{10}) \.sw-said::after\{content:"((?:[^"\\<]|\\[0-9a-f]{1,6} )*)"\}</style>'
 )
 LIVE = re.compile(r"aria-live|role=\"(status|alert|log|marquee|timer)\"")
 

@@ -567,7 +567,7 @@ except ImportError:
 #: The only `<style>` outside the sheet: the header's rule that gives the status region its
 #: words, which arrive escaped to letters, digits, a little punctuation and CSS escapes.
 ANNOUNCER_RULE = re.compile(
-    r'<style>\.sw-say-[0-9a-f]{12} \.sw-said::after \{ content: "(?:[^\W_]|[ ,.:;!?\'()_-]|\\[0-9a-f]{1,6} )*"; \}</style>'
+    r'<style>\.sw-say-[0-9a-f]{10} \.sw-said::after\{content:"(?:[^\W_]|[ ,.:;!?\'()_-]|\\[0-9a-f]{1,6} )*"\}</style>'
 )
 SCALE_RULE = re.compile(r"<style>\.sw-scale-\d+ \{ --sw-scale: \d+(\.\d+)?; \}</style>")
 

@@ -167,13 +167,15 @@ class Announcer:
     CSS rule (`rule(said)`) that rides in the header, which is redrawn at every phase change
     anyway: the region stays in place and only its text changes, once per phase. When the
     output is drawn again (the final display update renders the view anew), the region comes
-    back with the words it had, which is no change and is not spoken again.
+    back with the header that carries its words, in the same task (before the browser updates
+    its accessibility tree): a region that appears with its words is no change, and is not
+    spoken again.
     """
 
     def __init__(self, parts: Parts) -> None:
-        self.scope = f"sw-say-{uuid.uuid4().hex[:12]}"
+        self.scope = f"sw-say-{uuid.uuid4().hex[:10]}"
         self.widget = parts.html("sw-announce", self.scope, value=_REGION)
 
     def rule(self, said: str) -> str:
         """The `<style>` that makes this view's region say `said`."""
-        return f'<style>.{self.scope} .sw-said::after {{ content: "{css_string(said)}"; }}</style>'
+        return f'<style>.{self.scope} .sw-said::after{{content:"{css_string(said)}"}}</style>'

@@ -98,9 +98,11 @@ class StreamView:
         state = state if state is not None else StreamState(model=model, provider=provider)
 
         self._parts = parts = Parts()
+        #: Applied to error and warning texts before they are shown: a provider or proxy may echo
+        #: the key back in its error message. The handle sets it from the request.
+        self.redact: Callable[[str], str] = _unchanged
         # What a screen reader hears: once per phase, never per token (see `header.Announcer`).
         self.announcer = Announcer(parts)
-        self.redact: Callable[[str], str] = _unchanged  # set by the handle, see below
         # Made with its first look, which the first frame then need not send.
         self.header = Header(parts, self._header_html(state, clock()))
         self.answer = MarkdownPane(css_class="sw-answer")
@@ -132,9 +134,6 @@ class StreamView:
         classes = ("sw-view", scale_css) if scale_css else ("sw-view",)
         self.widget = parts.box(w.VBox, list(self._children()), *classes)
 
-        #: Applied to error and warning texts before they are shown: a provider or proxy may echo
-        #: the key back in its error message. The handle sets it from the request.
-        self.redact = _unchanged
         self._on_cancel: Optional[Callable[[], object]] = None
         self._on_continue: Optional[Callable[[], object]] = None
         self.cancel_button.on_click(lambda _button: self._on_cancel and self._on_cancel())
