@@ -18,7 +18,7 @@ import pytest
 from widget_harness import walk
 
 from streamwidgets.client import make_request, stream_into
-from streamwidgets.events import ErrorEvent, TextDelta
+from streamwidgets.events import ErrorEvent, Terminator, TextDelta
 from streamwidgets.server import DemoServer
 from streamwidgets.state import StreamState
 from streamwidgets.widgets import StreamHandle, StreamView, scheduler_for, set_defaults
@@ -181,6 +181,28 @@ def test_provider_words_reach_the_rule_escaped_and_redacted():
     state.close()
     text = announcement(state, "one two", redact=lambda t: t.replace("sk-abc", "***"))
     assert text.startswith("answer failed: bad") and "sk-abc" not in text and text.endswith(", 2 words kept")
+
+
+def test_a_view_drawn_anew_at_the_end_says_how_it_ended_a_moment_later():
+    """`show()` replaces the live output with the final one when the stream ends, and the page
+    draws the view anew: the end words must change in the new region, not in the old one."""
+    state = StreamState()
+    view = StreamView(state)
+    view.end_said_later = True
+    state.begin(0.0)
+    view.refresh(0.0)
+    state.apply(TextDelta("a short answer"), 0.1)
+    view.refresh(0.1)
+    state.apply(Terminator(), 0.2)
+    state.close(now=0.2)
+    view.refresh(0.2)
+    assert said(view) == "answering" and "sw-status-complete" in view.header.widget.value
+    assert view.say_end(state) == 1
+    assert said(view) == "answer complete, 3 words"
+    assert view.say_end(state) == 0  # said once
+    second = StreamState()
+    view.attach(second)  # a Continue moved on before the words were due: nothing to say for the old part
+    assert view.say_end(state) == 0
 
 
 @pytest.fixture

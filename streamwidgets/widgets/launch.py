@@ -32,6 +32,11 @@ from .view import StreamView
 
 __all__ = ["show", "show_replay", "show_sdk", "show_runner", "provider_label"]
 
+#: Seconds between the final display update and the status region saying how the answer ended.
+#: The update draws the view anew; a browser that took in the words and the new drawing in one
+#: frame would show a region that appears with them, which a screen reader does not speak.
+SAY_END_AFTER = 1.0
+
 
 def show(
     prompt: Union[Prompt, StreamRequest],
@@ -205,6 +210,9 @@ def show_runner(
     def publish_answer(done: StreamHandle) -> None:
         bundle = final_bundle(view.widget, done.text, done.state, model, view_options.get("badge"))
         update_display(bundle, raw=True, display_id=display_id)
+        loop.call_later(SAY_END_AFTER, view.say_end, done.state)
+
+    view.end_said_later = True
 
     handle.add_done_callback(publish_answer)
     return handle

@@ -103,6 +103,12 @@ class StreamView:
         self.redact: Callable[[str], str] = _unchanged
         # What a screen reader hears: once per phase, never per token (see `header.Announcer`).
         self.announcer = Announcer(parts)
+        #: Set by `show()`, which draws the output anew when the stream ends: the view then says
+        #: how it ended only when `say_end()` is called a moment later, so that the words change
+        #: in the status region the page goes on showing, not in the one it is taking away.
+        self.end_said_later = False
+        self._said = ""
+        self._end_said = False
         # Made with its first look, which the first frame then need not send.
         self.header = Header(parts, self._header_html(state, clock()))
         self.answer = MarkdownPane(css_class="sw-answer")
@@ -337,8 +343,11 @@ class StreamView:
 
     def _header_html(self, state: StreamState, now: float) -> str:
         labels = self._labels
-        said = self.announcer.rule(announcement(state, joined_text(self._carried_text, state.text), self.redact))
-        return said + header_html(
+        said = announcement(state, joined_text(self._carried_text, state.text), self.redact)
+        if state.done and self.end_said_later and not self._end_said:
+            said = self._said  # until `say_end()`
+        self._said = said
+        return self.announcer.rule(said) + header_html(
             state,
             now=now,
             model=labels["model"],
@@ -348,6 +357,14 @@ class StreamView:
             note=labels["note"],
             badge=labels["badge"],
         )
+
+    def say_end(self, state: StreamState) -> int:
+        """Let the status region say how `state` ended (see `end_said_later`); return the messages
+        sent (none when a Continue has moved on to another part meanwhile)."""
+        if state is not self.state or not state.done or self._end_said:
+            return 0
+        self._end_said = True
+        return self._draw_header(state, self._clock()).messages
 
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
         sent = self._draw_header(state, now)
@@ -408,6 +425,7 @@ class StreamView:
         self._answer_length = len(self._carried_text)
         self._answer_finished = False
         self._cited = -1
+        self._end_said = False
 
     def __repr__(self) -> str:
         return f"<StreamView {self.state.phase} {len(self.text)} chars, part {len(self._segments)}>"

@@ -11,6 +11,7 @@ test-artifacts/.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -85,6 +86,13 @@ def _open(opener: Opener, jupyter: Any, name: str, cells: list[str]) -> Notebook
     return nb
 
 
+def _wait_said(nb: Notebook, count: int) -> None:
+    """Wait until the first view's status region has said `count` things (or time out: the
+    assertion that follows says what it did say)."""
+    with contextlib.suppress(Exception):  # playwright's TimeoutError
+        nb.wait_for("(n) => ((window.__said || {})[0] || []).length >= n", arg=count, timeout=15)
+
+
 def _words(nb: Notebook) -> int:
     found = re.search(r"words: (\d+)", nb.outputs_text())
     assert found, nb.outputs_text() + "\n".join(nb.errors_shown())
@@ -108,6 +116,7 @@ def test_screen_readers_hear_each_phase_once_and_no_token(opener: Opener, jupyte
             assert page.get_by_role("button", name="Cancel", exact=True).count() == 1, snapshots[-1]
         time.sleep(0.25)
     nb.wait_until_idle()
+    _wait_said(nb, 2)  # show() says how it ended a moment after it draws the final output
     time.sleep(0.5)
     snapshots.append(view.aria_snapshot())
     words = _words(nb)
@@ -158,6 +167,7 @@ def test_a_failed_answer_is_announced_once_in_words(
     nb = _open(opener, jupyter, f"scratch_a11y_{model}.ipynb", _stream_cells(demo_provider.base_url, model, 40))
     nb.run_all()
     nb.wait_until_idle()
+    _wait_said(nb, 2)
     time.sleep(0.5)
     said = nb.js("() => window.__said[0]")
     assert len(said) == 2 and said[0] == "answering" and re.fullmatch(heard, said[1]), said
@@ -172,6 +182,7 @@ def test_cancel_is_announced_once(opener: Opener, jupyter: Any, demo_provider: A
     nb.page.get_by_role("button", name="Cancel", exact=True).click()
     wait_status(nb, "cancelled", timeout=10)
     nb.wait_until_idle()
+    _wait_said(nb, 2)
     time.sleep(0.5)
     said = nb.js("() => window.__said[0]")
     assert said == ["answering", f"answer cancelled, {_words(nb)} words kept"], said
