@@ -49,6 +49,7 @@ def show(
     system: Optional[str] = None,
     offline: Optional[bool] = None,
     record: Union[str, os.PathLike[str], None] = None,
+    deadline: Optional[float] = None,
     max_fps: float = 20.0,
     scale: Optional[float] = None,
     display: bool = True,
@@ -59,9 +60,10 @@ def show(
 
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
-    body). `record=` saves the raw stream for `show_replay()`. `max_fps` caps the view's redraws;
-    `scale` sizes its text, code and math (1.5 for a projector; `set_defaults(scale=...)` sets it
-    for every view of the kernel).
+    body). `record=` saves the raw stream for `show_replay()`. `deadline=` ends an answer not
+    finished within that many seconds (incomplete, the text so far kept; default None: no
+    deadline). `max_fps` caps the view's redraws; `scale` sizes its text, code and math (1.5 for
+    a projector; `set_defaults(scale=...)` sets it for every view of the kernel).
     `display=False` streams into a view that is not displayed: place `handle.view.widget` yourself.
     """
     if isinstance(prompt, StreamRequest):
@@ -76,6 +78,7 @@ def show(
             api_key=api_key,
             system=system,
             offline=offline,
+            deadline=deadline,
             **params,
         )
 
