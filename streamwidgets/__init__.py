@@ -24,6 +24,7 @@ _EXPORTS = {
     "StreamView": "widgets.view",
     "ChatPanel": "widgets.chat",
     "cancel_all": "widgets.handle",
+    "set_defaults": "widgets.defaults",
     # streaming without a view
     "make_request": "client",
     "StreamRequest": "client",
@@ -63,6 +64,7 @@ __all__ = [
     "StreamView",
     "ChatPanel",
     "cancel_all",
+    "set_defaults",
     "make_request",
     "StreamRequest",
     "arun",
@@ -110,6 +112,7 @@ if TYPE_CHECKING:
     from .sdk import sdk_into
     from .state import StreamErrorInfo, StreamState, ToolCall
     from .widgets.chat import ChatPanel
+    from .widgets.defaults import set_defaults
     from .widgets.handle import StreamHandle, cancel_all
     from .widgets.launch import show, show_replay, show_sdk
     from .widgets.view import StreamView

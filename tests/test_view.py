@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import time
 from pathlib import Path
 
@@ -155,9 +156,10 @@ def test_a_plain_answer_never_opens_the_parts_it_does_not_need(monkeypatch):
     opened = [m for m in wire.messages if m.msg_type == "comm_open"]
     classes = {c for node in walk(view.widget) for c in node._dom_classes}
     assert not classes & {"sw-reasoning-box", "sw-tools", "sw-sources", "sw-problems", "sw-continue"}
-    # view, header row, header, Cancel, usage, and the answer's box, page and live HTML widget
-    assert len(opened) == 8, [m.size for m in opened]
-    assert sum(m.size for m in opened) < 8_000
+    # view, header row, header, Cancel, the status region, usage, the scroll box that follows the
+    # answer's end, and the answer's box, page and live HTML widget
+    assert len(opened) == 10, [m.size for m in opened]
+    assert sum(m.size for m in opened) < 9_500
 
 
 def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
@@ -172,15 +174,16 @@ def test_parts_made_late_go_to_their_place_and_hide_again_on_a_clean_continue():
     order = [
         view.header.widget,
         view.reasoning.widget,
-        view.answer.widget,
+        view.answer_box,
         view.tools.widget,
         view.sources.widget,
         view.usage.widget,
         view.problems.widget,
     ]
     children = [child for child in view.widget.children if "sw-style" not in child._dom_classes]
-    assert children[0].children[:2] == (view.header.widget, view.cancel_button)
+    assert children[0].children[:3] == (view.header.widget, view.announcer.widget, view.cancel_button)
     assert [children[0].children[0], *children[1:]] == order
+    assert view.answer_box.children == (view.answer.widget,)
     assert view.continue_button in children[0].children and shown(view.continue_button)
     assert all(shown(part) for part in order)
 
@@ -561,12 +564,25 @@ except ImportError:
     pass
 
 
+#: The only `<style>` outside the sheet: the header's rule that gives the status region its
+#: words, which arrive escaped to letters, digits, a little punctuation and CSS escapes.
+ANNOUNCER_RULE = re.compile(
+    r'<style>\.sw-say-[0-9a-f]{10} \.sw-said::after\{content:"(?:[^\W_]|[ ,.:;!?\'()_-]|\\[0-9a-f]{1,6} )*"\}</style>'
+)
+SCALE_RULE = re.compile(r"<style>\.sw-scale-\d+ \{ --sw-scale: \d+(\.\d+)?; \}</style>")
+
+
 def audit_view(view: StreamView) -> list[str]:
     problems = []
     for node, name, text in widget_strings(view.widget):
         if "sw-style" in node._dom_classes and name == "value":
-            assert text == f"<style>{STYLESHEET}</style>"  # our own sheet, nothing else
+            # our own sheet, or a scale's one rule, nothing else
+            assert text == f"<style>{STYLESHEET}</style>" or SCALE_RULE.fullmatch(text), text
             continue
+        if "sw-header" in node._dom_classes and name == "value":
+            rule = ANNOUNCER_RULE.match(text)
+            assert rule is not None, text[:300]
+            text = text[rule.end() :]
         problems += [f"{type(node).__name__}.{name}: {p}" for p in markup_problems(text)]
     return problems
 

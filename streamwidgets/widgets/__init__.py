@@ -8,6 +8,7 @@ no frontend build.
 from __future__ import annotations
 
 from .chat import ChatPanel
+from .defaults import set_defaults
 from .handle import StreamHandle, cancel_all
 from .launch import show, show_replay, show_sdk
 from .scheduler import FrameScheduler, scheduler_for
@@ -21,6 +22,7 @@ __all__ = [
     "StreamView",
     "ChatPanel",
     "cancel_all",
+    "set_defaults",
     "FrameScheduler",
     "scheduler_for",
 ]

@@ -9,6 +9,8 @@ line of its own, so that a long one never pushes the buttons out of the header r
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Optional
 
 from .. import formatting
@@ -18,12 +20,17 @@ from ..state import StreamState
 from .sync import Parts, set_traits
 from .traffic import Cost
 
-__all__ = ["Header", "header_html"]
+__all__ = ["Header", "header_html", "Announcer", "announcement", "css_string"]
 
 #: The status word shown for each `StreamState.phase`.
 
 _LIVE = frozenset({"waiting", "thinking", "answering"})
 _MAX_NAME = 80
+_MAX_SAID = 160
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def live_elapsed(state: StreamState, now: Optional[float]) -> Optional[float]:
@@ -73,9 +80,7 @@ def header_html(
     if phase == "complete" and state.finish == "length":
         word = "done · token limit reached"
     pulse = '<span class="sw-pulse"></span>' if live else ""
-    items.append(
-        f'<span class="sw-status sw-status-{escape_html(phase)}" role="status">{pulse}{escape_html(word)}</span>'
-    )
+    items.append(f'<span class="sw-status sw-status-{escape_html(phase)}">{pulse}{escape_html(word)}</span>')
     if part > 1:
         items.append(f'<span class="sw-part">part {part}</span>')
     metrics = []
@@ -113,3 +118,64 @@ class Header:
     def show(self, html: str) -> Cost:
         """Show `header_html(...)` (nothing is sent when it did not change)."""
         return set_traits(self.widget, value=html)
+
+
+def announcement(state: StreamState, text: str, redact: Callable[[str], str] = _unchanged) -> str:
+    """What the status region says in `state.phase`: nothing while the request waits, "thinking"
+    and "answering" as they start, then how it ended and how long the answer (`text`, the whole of
+    it across Continue parts) is in words."""
+    phase = state.phase
+    if phase == "waiting":
+        return ""
+    if phase in _LIVE:
+        return phase
+    n = len(text.split())
+    words = f"{formatting.count(n)} word{'' if n == 1 else 's'}"
+    if phase == "complete":
+        if state.finish == "length":
+            return f"answer stopped at the token limit, {words}"
+        return f"answer complete, {words}"
+    if phase == "cancelled":
+        return f"answer cancelled, {words} kept"
+    if phase == "error":
+        error = state.error
+        said = formatting.shorten(redact(error.message), _MAX_SAID) if error is not None else ""
+        return f"answer failed: {said}, {words} kept" if said else f"answer failed, {words} kept"
+    return f"answer cut off before the end, {words} kept"
+
+
+#: The status region itself, polite and atomic; its words come from `Announcer.rule`.
+_REGION = '<div class="sw-said" role="status" aria-live="polite" aria-atomic="true"></div>'
+
+#: Characters a CSS string may hold as they are; every other one is written as an escape.
+_CSS_PLAIN = frozenset(" ,.:;!?'()-_")
+
+
+def css_string(text: str) -> str:
+    """`text` as the inside of a double-quoted CSS string: no quote, backslash, newline or `<`
+    (which could close the `<style>`) gets through unescaped."""
+    return "".join(c if c.isalnum() or c in _CSS_PLAIN else f"\\{ord(c):x} " for c in text)
+
+
+class Announcer:
+    """The view's status region for screen readers, drawn for nobody (the header shows the same
+    phase).
+
+    A screen reader speaks when what is inside a live region changes, not when a region is put
+    into the page — and an `HTML` widget replaces its whole content, region and all, on every
+    update. So the region is sent once and never touched, and its words are the `content` of a
+    CSS rule (`rule(said)`) that rides in the header, which is redrawn at every phase change
+    anyway: the region stays in place and only its text changes, once per phase. When the
+    output is drawn again (the final display update renders the view anew), the region comes
+    back with the header that carries its words, in the same task (before the browser updates
+    its accessibility tree): a region that appears with its words is no change, and is not
+    spoken again.
+    """
+
+    def __init__(self, parts: Parts) -> None:
+        self.scope = f"sw-say-{uuid.uuid4().hex[:10]}"
+        self.widget = parts.html("sw-announce", self.scope, value=_REGION)
+
+    def rule(self, said: str) -> str:
+        """The `<style>` that makes this view's region say `said`."""
+        return f'<style>.{self.scope} .sw-said::after{{content:"{css_string(said)}"}}</style>'

@@ -34,6 +34,11 @@ from .view import StreamView
 
 __all__ = ["show", "show_replay", "show_sdk", "show_runner", "provider_label"]
 
+#: Seconds between the final display update and the status region saying how the answer ended.
+#: The update draws the view anew; a browser that took in the words and the new drawing in one
+#: frame would show a region that appears with them, which a screen reader does not speak.
+SAY_END_AFTER = 1.0
+
 
 def show(
     prompt: Union[Prompt, StreamRequest],
@@ -48,6 +53,7 @@ def show(
     record: Union[str, os.PathLike[str], None] = None,
     deadline: Optional[float] = None,
     max_fps: float = 20.0,
+    scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
     **params: Any,
@@ -58,7 +64,8 @@ def show(
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
     body). `record=` saves the raw stream for `show_replay()`. `deadline=` ends an answer not
     finished within that many seconds (incomplete, the text so far kept; default None: no
-    deadline). `max_fps` caps the view's redraws.
+    deadline). `max_fps` caps the view's redraws; `scale` sizes its text, code and math (1.5 for
+    a projector; `set_defaults(scale=...)` sets it for every view of the kernel).
     `display=False` streams into a view that is not displayed: place `handle.view.widget` yourself.
     """
     if isinstance(prompt, StreamRequest):
@@ -93,6 +100,7 @@ def show(
         note=request.offline_note,
         badge="offline demo" if request.offline_note else None,
         max_fps=max_fps,
+        scale=scale,
     )
 
 
@@ -113,12 +121,13 @@ def show_replay(
     api: Optional[str] = None,
     citation_markers: bool = False,
     max_fps: float = 20.0,
+    scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
 ) -> StreamHandle:
     """Replay a recording (`show(..., record=path)`, or a raw SSE file) in the same view, at its
     recorded pace times `speed` (0: no waiting). Cancel works as for a live stream. `model`,
-    `provider` and `api` label the header; `display=False` as for `show()`."""
+    `provider` and `api` label the header; `scale` and `display=False` as for `show()`."""
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return replay_into(source, state, speed=speed, notify=notify)
@@ -139,6 +148,7 @@ def show_replay(
         else "Replay of a recording.",
         citation_markers=citation_markers,
         max_fps=max_fps,
+        scale=scale,
     )
 
 
@@ -149,17 +159,20 @@ def show_sdk(
     provider: Optional[str] = None,
     api: Optional[str] = None,
     max_fps: float = 20.0,
+    scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
 ) -> StreamHandle:
     """Show a stream you opened with the official `openai` or `anthropic` SDK (sync or async) in
     the same view; Cancel closes the SDK stream, and so its connection. `model`, `provider` and
-    `api` label the header; `display=False` as for `show()`."""
+    `api` label the header; `scale` and `display=False` as for `show()`."""
 
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return sdk_into(stream, state, notify=notify, provider=provider)
 
-    return show_runner(runner, out=out, display=display, model=model, provider=provider, api=api, max_fps=max_fps)
+    return show_runner(
+        runner, out=out, display=display, model=model, provider=provider, api=api, max_fps=max_fps, scale=scale
+    )
 
 
 def show_runner(
@@ -200,9 +213,13 @@ def show_runner(
     show_output(placeholder_bundle(view.widget, model), raw=True, display_id=display_id)
     handle.displayed_in = getattr(shell, "execution_count", None)
 
-    def save(_handle: StreamHandle, note: Optional[str]) -> None:
+    def save(done: StreamHandle, note: Optional[str]) -> None:
         bundle = final_bundle(view, model, view_options.get("badge"), note)
         deliver(lambda: update_display(bundle, raw=True, display_id=display_id), view.widget)  # see `cells`
+        if note is None:  # the part ended (not a runner's save of an answer still streaming)
+            loop.call_later(SAY_END_AFTER, view.say_end, done.state)
+
+    view.end_said_later = True
 
     handle.save_with(save)
     return handle

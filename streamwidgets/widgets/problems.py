@@ -67,8 +67,8 @@ def problem_html(state: StreamState, *, can_continue: bool = False, redact: Call
         body.append(_warnings_html(state.warnings, redact))
     if not body:
         return ""
-    role = "alert" if kind == "error" else "status"
-    return f'<div class="sw-problem-box sw-kind-{kind}" role="{role}">{"".join(body)}</div>'
+    # Not a live region: the view's status region already says how the answer ended, once.
+    return f'<div class="sw-problem-box sw-kind-{kind}">{"".join(body)}</div>'
 
 
 class ProblemBox:

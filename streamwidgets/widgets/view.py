@@ -25,13 +25,14 @@ import ipywidgets as w
 
 from ..events import Source
 from ..state import StreamState, joined_text
-from .header import Header, header_html
+from .defaults import view_defaults
+from .header import Announcer, Header, announcement, header_html
 from .markdown_pane import MarkdownPane
 from .problems import ProblemBox, problem_html
 from .reasoning import ReasoningPane
 from .sources import SourcesPane
 from .sync import Parts, set_traits, visible_classes
-from .theme import stylesheet_widget
+from .theme import scale_class, scale_widget, stylesheet_widget
 from .toolcalls import ToolCallsPane
 from .traffic import NOTHING, Cost, messages_between, snapshot
 from .usage import UsageMeter
@@ -54,6 +55,8 @@ class StreamView:
     box; the live clock in the header ticks once a second even when no event arrives.
     `max_bytes_per_second` slows the frames down when each one is heavy (about 24 KB/s keeps a
     1,000 tokens/s answer under 8 bytes on the wire per byte of markdown).
+    `scale` (1.5 for a projector; `set_defaults(scale=...)` sets it for the kernel) sizes the
+    text, code and math of this view.
     """
 
     def __init__(
@@ -71,8 +74,11 @@ class StreamView:
         slow_fps: float = 1.0,
         max_bytes_per_second: float = 24_000.0,
         style: bool = True,
+        scale: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        scale = view_defaults().scale if scale is None else scale
+        scale_css = scale_class(scale) if scale != 1 else None
         if max_fps <= 0 or slow_fps <= 0 or max_bytes_per_second <= 0:
             raise ValueError("max_fps, slow_fps and max_bytes_per_second must be positive")
         self.min_interval = 1.0 / max_fps
@@ -92,6 +98,17 @@ class StreamView:
         state = state if state is not None else StreamState(model=model, provider=provider)
 
         self._parts = parts = Parts()
+        #: Applied to error and warning texts before they are shown: a provider or proxy may echo
+        #: the key back in its error message. The handle sets it from the request.
+        self.redact: Callable[[str], str] = _unchanged
+        # What a screen reader hears: once per phase, never per token (see `header.Announcer`).
+        self.announcer = Announcer(parts)
+        #: Set by `show()`, which draws the output anew when the stream ends: the view then says
+        #: how it ended only when `say_end()` is called a moment later, so that the words change
+        #: in the status region the page goes on showing, not in the one it is taking away.
+        self.end_said_later = False
+        self._said = ""
+        self._end_said = False
         # Made with its first look, which the first frame then need not send.
         self.header = Header(parts, self._header_html(state, clock()))
         self.answer = MarkdownPane(css_class="sw-answer")
@@ -111,13 +128,18 @@ class StreamView:
             tooltip="Stop this answer and close the connection",
             icon="stop",
         )
-        self._header_row = parts.box(w.HBox, [self.header.widget, self.cancel_button], "sw-header-row")
+        # The status region sits right after the header that carries its words, so that a view
+        # drawn anew (the final display update) puts them in the page first.
+        self._header_row = parts.box(
+            w.HBox, [self.header.widget, self.announcer.widget, self.cancel_button], "sw-header-row"
+        )
+        # The answer scrolls in a box of its own that follows the growing end (see theme.py).
+        self.answer_box = parts.box(w.VBox, [self.answer.widget], "sw-answer-box")
         self._style = stylesheet_widget() if style else None
-        self.widget = parts.box(w.VBox, list(self._children()), "sw-view")
+        self._scale_style = scale_widget(scale) if scale_css else None
+        classes = ("sw-view", scale_css) if scale_css else ("sw-view",)
+        self.widget = parts.box(w.VBox, list(self._children()), *classes)
 
-        #: Applied to error and warning texts before they are shown: a provider or proxy may echo
-        #: the key back in its error message. The handle sets it from the request.
-        self.redact: Callable[[str], str] = _unchanged
         self._on_cancel: Optional[Callable[[], object]] = None
         self._on_continue: Optional[Callable[[], object]] = None
         self.cancel_button.on_click(lambda _button: self._on_cancel and self._on_cancel())
@@ -298,9 +320,10 @@ class StreamView:
         """The view's parts that exist, top to bottom."""
         parts = (
             self._style,
+            self._scale_style,
             self._header_row,
             self.reasoning.widget if self.reasoning is not None else None,
-            self.answer.widget,
+            self.answer_box,
             self.tools.widget if self.tools is not None else None,
             self.sources.widget if self.sources is not None else None,
             self.usage.widget,
@@ -320,7 +343,11 @@ class StreamView:
 
     def _header_html(self, state: StreamState, now: float) -> str:
         labels = self._labels
-        return header_html(
+        said = announcement(state, joined_text(self._carried_text, state.text), self.redact)
+        if state.done and self.end_said_later and not self._end_said:
+            said = self._said  # until `say_end()`
+        self._said = said
+        return self.announcer.rule(said) + header_html(
             state,
             now=now,
             model=labels["model"],
@@ -330,6 +357,14 @@ class StreamView:
             note=labels["note"],
             badge=labels["badge"],
         )
+
+    def say_end(self, state: StreamState) -> int:
+        """Let the status region say how `state` ended (see `end_said_later`); return the messages
+        sent (none when a Continue has moved on to another part meanwhile)."""
+        if state is not self.state or not state.done or self._end_said:
+            return 0
+        self._end_said = True
+        return self._draw_header(state, self._clock()).messages
 
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
         sent = self._draw_header(state, now)
@@ -390,6 +425,7 @@ class StreamView:
         self._answer_length = len(self._carried_text)
         self._answer_finished = False
         self._cited = -1
+        self._end_said = False
 
     def answer_html(self) -> str:
         """The answer as the pane shows it (the static output reuses this render): a state not
