@@ -245,7 +245,9 @@ _SOURCE = """
 #: (it crosses the wire once per kernel, so its comments stay here).
 _RULES = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", _SOURCE, flags=re.S)).strip()
 _DARK = ", ".join(f"{context} {scope}" for context in DARK_CONTEXTS for scope in (".sw-view", ".sw-chat"))
-STYLESHEET = _RULES.replace("{chunk}", CODE_CHUNK_CLASS).replace("{dark}", _DARK) + "\n" + PYGMENTS_CSS + "\n" + MATH_CSS
+STYLESHEET = (
+    _RULES.replace("{chunk}", CODE_CHUNK_CLASS).replace("{dark}", _DARK) + "\n" + PYGMENTS_CSS + "\n" + MATH_CSS
+)
 
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
 #: Held for the kernel's life (a handful of small models; dropping them with the last view would
