@@ -31,6 +31,7 @@ from .events import ErrorEvent, Event, Problem, Terminator, TextDelta
 from .feed import Feed, Item, StreamBroke, drain
 from .providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from .recording import Recorder
+from .retry import DEFAULT_RETRIES, RetryPolicy, retrying, wait_hint
 from .state import StreamState, joined_text
 
 __all__ = [
@@ -104,6 +105,9 @@ class StreamRequest:
     offline_note: Optional[str] = None
     #: Text the answer continues (a Continue after an incomplete answer); shown before it.
     prefix: str = ""
+    #: Tries after the first when the provider turns the request away before any event (429,
+    #: 503, 529) or it cannot connect; 0 disables (`retry.py`). Never after the first byte.
+    retries: int = DEFAULT_RETRIES
 
     @property
     def dialect(self) -> type[Dialect]:
@@ -169,6 +173,7 @@ def make_request(
     offline: Optional[bool] = None,
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
     **params: Any,
 ) -> StreamRequest:
     """Build a request from a prompt (or a list of messages) and a provider preset.
@@ -179,7 +184,8 @@ def make_request(
     imitation of the preset; `offline=None` (the default) does so only when no key is found — and
     says so in the view — so that a notebook runs anywhere. `include_usage` asks a chat server
     for its usage chunk (default: the preset's `stream_options`; pass False for a server that
-    rejects unknown fields). Any other keyword (temperature, max_tokens, tools, ...) goes into
+    rejects unknown fields). `retries` bounds the tries after a 429/503/529 or a failed connect
+    before the first event (waiting as the provider asks; 0: no retry). Any other keyword (temperature, max_tokens, tools, ...) goes into
     the request body.
     """
     _check_prompt(prompt, params)
@@ -222,6 +228,7 @@ def make_request(
         stall_timeout=stall_timeout,
         include_usage=preset.stream_options if include_usage is None else include_usage,
         offline_note=note,
+        retries=RetryPolicy(retries).retries,  # checked here, not at the first 429
     )
 
 
@@ -305,8 +312,15 @@ async def stream_into(
     recorder = Recorder(record, request) if record is not None else None
     try:
         async with _client(client, request) as http:
+            items = retrying(
+                lambda: _response_items(http, request, feed.normalizer, recorder),
+                RetryPolicy(request.retries),
+                state,
+                notify=feed.notify,
+                restart=recorder.restart if recorder is not None else None,
+            )
             return await drain(
-                _response_items(http, request, feed.normalizer, recorder),
+                items,
                 feed,
                 ended=None,
                 describe=lambda exc: ErrorEvent(request.redact(f"{type(exc).__name__}: {exc}"), "client_error"),
@@ -349,7 +363,10 @@ async def _response_items(
                 body = request.redact_bytes(await _read_limited(response))
                 if recorder is not None:
                     recorder.response(response.status_code, body)
-                yield [error_from_http(response.status_code, body, response.headers)]
+                error = error_from_http(response.status_code, body, response.headers)
+                if error.retry_after is None:  # the provider's own reset headers or error fields
+                    error.retry_after = wait_hint(response.headers, body)
+                yield [error]
                 return
             content_type = response.headers.get("content-type", "")
             if not _is_event_stream(content_type):

@@ -9,6 +9,7 @@ line of its own, so that a long one never pushes the buttons out of the header r
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from .. import formatting
@@ -36,6 +37,19 @@ def live_elapsed(state: StreamState, now: Optional[float]) -> Optional[float]:
         return state.elapsed
     since = now - state.started_at
     return since if 0 <= since < 86400 else state.elapsed
+
+
+def retry_words(state: StreamState, now: Optional[float], word: str) -> str:
+    """The status word with the retries in it (`retry.py`): the countdown while a turned-away try
+    waits ("rate limited by the provider — retrying in 12 s"), then how many tries it took."""
+    retry = state.retry
+    if retry is None:
+        return word
+    if not state.done and retry.until is not None:
+        left = math.ceil(retry.until - now) if now is not None else 0
+        when = f"in {left} s" if left > 0 else "now"
+        return f"{retry.reason} — retrying {when} (try {retry.tries + 1} of {retry.retries + 1})"
+    return f"{word} · after {retry.tries} tries" if retry.tries > 1 else word
 
 
 def header_html(
@@ -72,6 +86,7 @@ def header_html(
     word = STATUS_WORDS.get(phase, phase)
     if phase == "complete" and state.finish == "length":
         word = "done · token limit reached"
+    word = retry_words(state, now, word)
     pulse = '<span class="sw-pulse"></span>' if live else ""
     items.append(
         f'<span class="sw-status sw-status-{escape_html(phase)}" role="status">{pulse}{escape_html(word)}</span>'
