@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_kernel import Kernel, kernel_env, kernel_manager
+from classroom_harness import Kernel, running_kernel, sent_values
 
 from streamwidgets.client import arun, make_request
 from streamwidgets.events import ErrorEvent
@@ -184,29 +184,7 @@ def test_a_recording_keeps_only_the_try_that_answered(demo_server: DemoServer, t
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> Iterator[Kernel]:
-    home = tmp_path_factory.mktemp("kernel")
-    manager = kernel_manager(home)
-    manager.start_kernel(env=kernel_env(home))
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=90)
-        k = Kernel(manager, client)
-        k.execute(f"import streamwidgets as sw\nBASE = {demo_server.base_url!r}")
-        yield k
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def _header_values(kernel: Kernel, model_id: str, since: float) -> list[str]:
-    values = []
-    for t, msg in kernel.log:
-        if t >= since and msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == model_id:
-            value = msg["content"]["data"].get("state", {}).get("value")
-            if isinstance(value, str):
-                values.append(value)
-    return values
+    yield from running_kernel(tmp_path_factory.mktemp("kernel"), demo_server)
 
 
 def test_the_view_counts_down_then_succeeds_and_says_how_many_tries(kernel: Kernel):
@@ -221,9 +199,7 @@ def test_the_view_counts_down_then_succeeds_and_says_how_many_tries(kernel: Kern
     assert "rate limited by the provider — retrying in 2 s (try 2 of 4)" in seen
     final = kernel.value("[(await r).status, r.state.retry.tries, r.view.header.widget.value]")
     assert final[0] == "complete" and final[1] == 2 and "after 2 tries" in final[2]
-    while kernel.pump(0.1):
-        pass
-    sent = _header_values(kernel, header, since)  # what the browser was sent, frame by frame
+    sent = sent_values(kernel, header, since)  # what the browser was sent, frame by frame
     assert any("retrying in 2 s" in v for v in sent) and any("retrying in 1 s" in v for v in sent)
     assert "after 2 tries" in sent[-1]
 

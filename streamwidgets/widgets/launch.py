@@ -44,6 +44,7 @@ def show(
     system: Optional[str] = None,
     offline: Optional[bool] = None,
     record: Union[str, os.PathLike[str], None] = None,
+    log: Union[str, os.PathLike[str], None] = None,
     max_fps: float = 20.0,
     display: bool = True,
     out: Optional[TextIO] = None,
@@ -53,7 +54,8 @@ def show(
 
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
-    body). `record=` saves the raw stream for `show_replay()`. `max_fps` caps the view's redraws.
+    body). `record=` saves the raw stream for `show_replay()`; `log=` appends the question and
+    answer to a class log (`classlog.log_to`) when it ends. `max_fps` caps the view's redraws.
     `display=False` streams into a view that is not displayed: place `handle.view.widget` yourself.
     """
     if isinstance(prompt, StreamRequest):
@@ -74,7 +76,7 @@ def show(
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return stream_into(request, state, notify=notify, record=record)
 
-    return show_runner(
+    handle = show_runner(
         runner,
         request=request,
         out=out,
@@ -88,6 +90,11 @@ def show(
         badge="offline demo" if request.offline_note else None,
         max_fps=max_fps,
     )
+    if log is not None:
+        from ..classlog import logged
+
+        logged(handle, log)
+    return handle
 
 
 def provider_label(request: StreamRequest) -> str:

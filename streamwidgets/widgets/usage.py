@@ -18,8 +18,9 @@ from .traffic import Cost
 __all__ = ["UsageMeter", "usage_html"]
 
 
-def usage_html(state: StreamState, *, max_tokens: Optional[int] = None) -> str:
-    """ "" when there is nothing to say yet (no usage and no token)."""
+def usage_html(state: StreamState, *, max_tokens: Optional[int] = None, sparkline: str = "") -> str:
+    """ "" when there is nothing to say yet (no usage and no token). `sparkline` is the view's
+    tokens-per-100-ms trace (`sparkline.sparkline_svg`), shown after the counts."""
     usage = state.usage
     tokens, estimated = state.completion_tokens
     if usage is None and tokens == 0:
@@ -43,6 +44,8 @@ def usage_html(state: StreamState, *, max_tokens: Optional[int] = None) -> str:
         if usage.cost is not None:
             parts.append(f"cost {escape_html(formatting.cost(usage.cost))}")
     line = "".join(f"<span>{part}</span>" for part in parts)
+    if sparkline:
+        line += f'<span class="sw-trace">{sparkline}</span>'
     return f'<div class="sw-usage-line">{line}</div>{_limit_bar(tokens, estimated, max_tokens)}'
 
 
@@ -66,6 +69,6 @@ class UsageMeter:
     def __init__(self, parts: Parts) -> None:
         self.widget = parts.html("sw-usage", hidden=True)
 
-    def render(self, state: StreamState, *, max_tokens: Optional[int]) -> Cost:
-        html = usage_html(state, max_tokens=max_tokens)
+    def render(self, state: StreamState, *, max_tokens: Optional[int], sparkline: str = "") -> Cost:
+        html = usage_html(state, max_tokens=max_tokens, sparkline=sparkline)
         return set_traits(self.widget, value=html, _dom_classes=visible_classes(self.widget, bool(html)))
