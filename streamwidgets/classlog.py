@@ -207,7 +207,7 @@ def _summary(entries: list[dict[str, Any]]) -> str:
     done = sum(1 for e in entries if e.get("status") == "complete")
     tokens = sum(int((e.get("usage") or {}).get("completion_tokens") or 0) for e in entries)
     return (
-        f"{len(entries)} answers ({done} complete) · {tokens:,} output tokens · "
+        f"{len(entries)} answer{'s' if len(entries) != 1 else ''} ({done} complete) · {tokens:,} output tokens · "
         f"models: {', '.join(models) or 'unknown'} · {entries[0].get('time')} to {entries[-1].get('time')}"
     )
 

@@ -71,6 +71,7 @@ def compare(
 def comparison_rows(handles: Sequence[StreamHandle]) -> list[dict[str, str]]:
     """One row per model: what the table shows, as plain text."""
     rows = []
+    providers = {h.request.provider.name for h in handles if h.request is not None}
     for handle in handles:
         state = handle.state
         tokens, estimated = state.completion_tokens
@@ -79,7 +80,7 @@ def comparison_rows(handles: Sequence[StreamHandle]) -> list[dict[str, str]]:
         rate = state.tokens_per_second
         rows.append(
             {
-                "model": _label(handle),
+                "model": _label(handle, with_provider=len(providers) > 1),
                 "status": formatting.STATUS_WORDS.get(state.phase, state.phase),
                 "first token": formatting.seconds(ttft) if ttft is not None else "—",
                 "tokens/s": formatting.rate(rate) if rate is not None else "—",
@@ -116,10 +117,11 @@ def comparison_markdown(rows: Sequence[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def _label(handle: StreamHandle) -> str:
+def _label(handle: StreamHandle, *, with_provider: bool) -> str:
+    """The model, and its provider when the comparison spans several."""
     request = handle.request
     model = handle.state.model or (request.model if request is not None else "?")
-    if request is not None and request.provider.name != "demo":
+    if request is not None and with_provider:
         return f"{model} ({request.provider.name})"
     return model
 

@@ -39,8 +39,8 @@ class TokenTrace:
         if total == 0:
             return
         if self._start is None:
-            self._start = now - BIN_SECONDS / 2
-        index = max(0, int((now - self._start) / BIN_SECONDS))
+            self._start = now  # the first bin starts with the first token
+        index = max(0, int((now - self._start) / BIN_SECONDS + 1e-9))
         bins = self._bins
         if index >= len(bins):
             carry = bins[-1] if bins else 0
