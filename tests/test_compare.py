@@ -78,7 +78,7 @@ def test_compare_streams_all_at_once_updates_its_table_and_ends_with_one_row_per
     rows = _rows(html)
     assert [r[0] for r in rows] == ["demo-fast", "demo", "demo-deep"] and all(r[1] == "done" for r in rows)
     assert all(r[6] == "stop" for r in rows)
-    for model, text in zip(["demo-fast", "demo", "demo-deep"], texts):
+    for model, text in zip(["demo-fast", "demo", "demo-deep"], texts, strict=True):
         assert text == scripted_answer(model, "Explain recursion").text
     assert len(texts[0]) < len(texts[1]) < len(texts[2])  # the models differ in style...
     ttft = [float(r[2].split()[0]) / (1000 if r[2].endswith(" ms") else 1) for r in rows]
