@@ -211,7 +211,8 @@ def make_request(
         elif preset.base_url is None:
             raise ValueError(f"provider {preset.name!r} has no base URL; pass base_url=")
         else:
-            base_url = preset.base_url
+            base_url = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url
+            _check_base_url(base_url)
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
     if not model and note is not None:
         model = "demo"  # offline, any name will do: the embedded provider answers them all

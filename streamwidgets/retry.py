@@ -48,6 +48,9 @@ _NETWORK_REASONS = {
 }
 #: A 429 that waiting does not cure: the account is out of credit (OpenAI says 429 for it).
 _NOT_TRANSIENT = frozenset({"insufficient_quota", "insufficient_balance", "billing_hard_limit_reached"})
+#: ...and what such a 429 says when its code does not (LiteLLM: "crossed budget", "Budget has been
+#: exceeded"; a per-minute quota, which does pass, says "per minute" and sends a wait).
+_SPENT = re.compile(r"budget|insufficient (?:balance|credit|funds)|billing|out of credit", re.I)
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class RetryPolicy:
 def retry_reason(error: ErrorEvent) -> Optional[str]:
     """Why this error is worth another try (the words the countdown shows), or None."""
     if error.http_status is not None:
-        if str(error.code) in _NOT_TRANSIENT:
+        if str(error.code) in _NOT_TRANSIENT or _SPENT.search(error.message):
             return None
         return _STATUS_REASONS.get(error.http_status)
     if isinstance(error.code, str):

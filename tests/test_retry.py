@@ -48,6 +48,7 @@ def test_which_failures_are_retried():
     assert retry_reason(ErrorEvent("nothing answers", "connect_error")) == "could not connect"
     # Waiting does not cure an empty account (OpenAI answers 429 for it), a bad key or a bug.
     assert retry_reason(ErrorEvent("quota", "insufficient_quota", 429)) is None
+    assert retry_reason(ErrorEvent("No deployments available - crossed budget: Exceeded budget", 429, 429)) is None
     assert retry_reason(ErrorEvent("bad key", "invalid_api_key", 401)) is None
     assert retry_reason(ErrorEvent("oops", "server_error", 500)) is None
     assert retry_reason(ErrorEvent("stopped after some text", "server_error")) is None
