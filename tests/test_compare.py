@@ -26,7 +26,7 @@ def test_the_trace_counts_tokens_per_100_ms_and_shows_a_stall():
     assert bins[:5] == [10, 10, 10, 10, 10] and set(bins[6:-1]) == {0} and bins[-1] == 10
     svg = sparkline_svg(bins)
     assert svg.startswith('<svg class="sw-sparkline"') and svg.count("<rect") == 6
-    assert "tokens per 100 ms" in svg and "peak 10" in svg
+    assert "about 10 tokens per 100 ms at the peak" in svg
     assert sparkline_svg([]) == "" and sparkline_svg([0, 0]) == ""
     long = sparkline_svg([1] * 1000)  # a long answer: bins merged, and said so
     assert long.count("<rect") <= 120 and "tokens per 900 ms" in long
@@ -82,9 +82,9 @@ def test_compare_streams_all_at_once_updates_its_table_and_ends_with_one_row_per
         assert text == scripted_answer(model, "Explain recursion").text
     assert len(texts[0]) < len(texts[1]) < len(texts[2])  # the models differ in style...
     ttft = [float(r[2].split()[0]) / (1000 if r[2].endswith(" ms") else 1) for r in rows]
-    assert ttft[0] < ttft[1] < ttft[2]  # ...and in pace
+    assert max(ttft[0], ttft[1]) < ttft[2]  # ...and in pace (deep thinks a second longer)
     assert all('<svg class="sw-sparkline"' in meter for meter in meters)
-    assert flow == "row wrap" and flex == ["1 1 300px"] * 3  # side by side, rows on a narrow screen
+    assert flow == "row wrap" and flex == ["1 1 240px"] * 3  # side by side, rows on a narrow screen
     sent = sent_values(kernel, table, since)
     assert len(sent) >= 3  # the table was redrawn while they streamed
     midway = [s for s in sent if "answering" in s]

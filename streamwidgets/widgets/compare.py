@@ -138,13 +138,11 @@ class Comparison:
             view = handle.view
             if view is None:
                 raise ValueError("compare needs views: it runs in a kernel")
-            view.widget.layout.flex = "1 1 300px"
-            view.widget.layout.min_width = "260px"
+            # Its own layout: a view's boxes share one, which the row's flex must not reach.
+            view.widget.layout = w.Layout(flex="1 1 240px", min_width="200px")
             views.append(view.widget)
-        self.row = parts.box(w.Box, views, "sw-compare-row")
-        self.row.layout.display = "flex"
-        self.row.layout.flex_flow = "row wrap"
-        self.row.layout.align_items = "flex-start"
+        row = w.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
+        self.row = w.Box(views, layout=row, _dom_classes=("sw-compare-row",))
         self.table = parts.html("sw-compare-table", value=comparison_html(self.rows()))
         self.widget = parts.box(w.VBox, [stylesheet_widget(), self.row, self.table], "sw-compare")
         self._display_id: Optional[str] = None

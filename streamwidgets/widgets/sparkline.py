@@ -1,6 +1,8 @@
 """A sparkline of tokens per 100 ms, for the usage meter: see a model stall, burst and finish.
 
-`TokenTrace` samples the running token count each time the view draws a frame (frames come at
+`TokenTrace` samples the running token count (four characters a token: the one measure known
+all along, so the provider's exact count arriving at the end makes no spike) each time the view
+draws a frame (frames come at
 up to 20 per second while tokens arrive, so 100 ms bins are well fed) and keeps one number per
 bin, however long the answer. `sparkline_svg` draws the bins as a small inline SVG made only of
 numbers the code computed — no text from the stream goes into it but the escaped title.
@@ -16,7 +18,7 @@ from ..markdown import escape_html
 __all__ = ["TokenTrace", "sparkline_svg", "BIN_SECONDS"]
 
 BIN_SECONDS = 0.1
-#: Bars drawn at most: a longer answer's bins are merged (two by two), and the title says so.
+#: Bars drawn at most (240 px): a longer answer's bins are merged, and the title says so.
 _MAX_BARS = 120
 
 
@@ -53,8 +55,9 @@ class TokenTrace:
         return [b - (bins[i - 1] if i else 0) for i, b in enumerate(bins)]
 
 
-def sparkline_svg(counts: list[int], *, width: int = 240, height: int = 28) -> str:
-    """An inline SVG of `counts` (tokens per bin); "" when there is nothing to draw."""
+def sparkline_svg(counts: list[int], *, bar: int = 2, height: int = 28) -> str:
+    """An inline SVG of `counts` (tokens per bin), `bar` pixels per bin, so that views side by
+    side share one time scale (a quick answer is a short line); "" when there is nothing to draw."""
     if not counts or max(counts) == 0:
         return ""
     merge = max(1, math.ceil(len(counts) / _MAX_BARS))
@@ -62,16 +65,15 @@ def sparkline_svg(counts: list[int], *, width: int = 240, height: int = 28) -> s
         counts = [sum(counts[i : i + merge]) for i in range(0, len(counts), merge)]
     peak = max(counts)
     n = len(counts)
-    step = width / max(n, 1)
+    step = bar
+    width = n * bar
     bars = []
     for i, c in enumerate(counts):
         h = round(c / peak * (height - 2), 2)
         if h > 0:
-            bars.append(
-                f'<rect x="{i * step:.2f}" y="{height - h:.2f}" width="{max(step - 0.5, 0.5):.2f}" height="{h:.2f}"/>'
-            )
+            bars.append(f'<rect x="{i * step}" y="{height - h:.2f}" width="{step - 0.5}" height="{h:.2f}"/>')
     ms = int(BIN_SECONDS * 1000 * merge)
-    label = f"tokens per {ms} ms over {n * ms / 1000:.1f} s: peak {peak}, {sum(counts)} in all"
+    label = f"about {peak} tokens per {ms} ms at the peak, over {n * ms / 1000:.1f} s"
     return (
         f'<svg class="sw-sparkline" role="img" aria-label="{escape_html(label)}" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" fill="currentColor">'

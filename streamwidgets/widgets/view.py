@@ -240,7 +240,7 @@ class StreamView:
         phase = state.phase
         sent = NOTHING
         if self.trace is not None and self.dirty:
-            self.trace.sample(now, state.completion_tokens[0])
+            self.trace.sample(now, state.estimated_completion_tokens)  # one measure all along
         if self.dirty or final:
             sent += self._draw_content(state, final)
         if final or now - self._slow_at >= self.slow_interval:
