@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from classroom_harness import Kernel, running_kernel, sent_values
 from test_kernel import WIDGET_MIMETYPE
+from widget_harness import markup_problems
 
 from streamwidgets.server import DemoServer, scripted_answer
 from streamwidgets.widgets.compare import comparison_html
@@ -30,6 +31,15 @@ def test_the_trace_counts_tokens_per_100_ms_and_shows_a_stall():
     assert sparkline_svg([]) == "" and sparkline_svg([0, 0]) == ""
     long = sparkline_svg([1] * 1000)  # a long answer: bins merged, and said so
     assert long.count("<rect") <= 120 and "tokens per 900 ms" in long
+
+
+def test_the_sparkline_is_the_only_svg_a_pane_may_hold_and_only_in_its_own_shape():
+    assert markup_problems(sparkline_svg([1, 5, 2])) == []
+    assert markup_problems('<svg class="sw-sparkline" onload="alert(1)"></svg>')
+    assert markup_problems('<svg class="sw-sparkline"><script>alert(1)</script></svg>')
+    assert markup_problems('<svg class="sw-sparkline"><rect x="javascript:1"/></svg>')
+    assert markup_problems('<svg class="sw-sparkline"><a href="javascript:alert(1)"><rect x="1"/></a></svg>')
+    assert markup_problems("<svg><rect x='1'/></svg>")  # any other svg is still refused
 
 
 def test_a_continue_part_adds_on_in_the_trace():
