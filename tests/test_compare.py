@@ -26,20 +26,21 @@ def test_the_trace_counts_tokens_per_100_ms_and_shows_a_stall():
     assert sum(bins) == 60
     assert bins[:5] == [10, 10, 10, 10, 10] and set(bins[6:-1]) == {0} and bins[-1] == 10
     svg = sparkline_svg(bins)
-    assert svg.startswith('<svg class="sw-sparkline"') and svg.count("<rect") == 6
+    assert svg.startswith('<svg class="sw-sparkline"') and svg.count("M") == 6  # a bar per bin with tokens
     assert "about 10 tokens per 100 ms at the peak" in svg
     assert sparkline_svg([]) == "" and sparkline_svg([0, 0]) == ""
     long = sparkline_svg([1] * 1000)  # a long answer: bins merged, and said so
-    assert long.count("<rect") <= 120 and "tokens per 900 ms" in long
+    assert long.count("M") <= 120 and "tokens per 900 ms" in long
 
 
 def test_the_sparkline_is_the_only_svg_a_pane_may_hold_and_only_in_its_own_shape():
     assert markup_problems(sparkline_svg([1, 5, 2])) == []
     assert markup_problems('<svg class="sw-sparkline" onload="alert(1)"></svg>')
     assert markup_problems('<svg class="sw-sparkline"><script>alert(1)</script></svg>')
-    assert markup_problems('<svg class="sw-sparkline"><rect x="javascript:1"/></svg>')
-    assert markup_problems('<svg class="sw-sparkline"><a href="javascript:alert(1)"><rect x="1"/></a></svg>')
-    assert markup_problems("<svg><rect x='1'/></svg>")  # any other svg is still refused
+    assert markup_problems('<svg class="sw-sparkline"><path d="javascript:1"/></svg>')
+    assert markup_problems('<svg class="sw-sparkline"><rect x="1"/></svg>')
+    assert markup_problems('<svg class="sw-sparkline"><a href="javascript:alert(1)"><path d="M1 1"/></a></svg>')
+    assert markup_problems("<svg><path d='M1 1'/></svg>")  # any other svg is still refused
 
 
 def test_a_continue_part_adds_on_in_the_trace():

@@ -136,9 +136,9 @@ URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "poste
 
 
 #: The one SVG a pane may hold: the usage meter's sparkline, made of numbers only — the svg with
-#: these attributes, and inside it a title and bars whose attributes are all numbers.
-_SPARKLINE_ATTRS = {"class", "role", "aria-label", "width", "height", "viewbox", "fill"}
-_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+#: these attributes, and inside it a title and one path of bars drawn with numbers only.
+_SPARKLINE_ATTRS = {"class", "role", "aria-label", "width", "height", "viewbox", "preserveaspectratio", "fill"}
+_PATH = re.compile(r"^[MVh0-9. ]*$")
 
 
 class _Audit(HTMLParser):
@@ -167,11 +167,7 @@ class _Audit(HTMLParser):
             return False
         if tag == "title" and not attrs:
             return True
-        return (
-            tag == "rect"
-            and names <= {"x", "y", "width", "height"}
-            and all(_NUMBER.match(value or "") for _, value in attrs)
-        )
+        return tag == "path" and names == {"d"} and bool(_PATH.match(dict(attrs)["d"] or ""))
 
     def _check(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
         if self._sparkline(tag, attrs):
