@@ -185,8 +185,8 @@ def make_request(
     says so in the view — so that a notebook runs anywhere. `include_usage` asks a chat server
     for its usage chunk (default: the preset's `stream_options`; pass False for a server that
     rejects unknown fields). `retries` bounds the tries after a 429/503/529 or a failed connect
-    before the first event (waiting as the provider asks; 0: no retry). Any other keyword (temperature, max_tokens, tools, ...) goes into
-    the request body.
+    before the first event (waiting as the provider asks; 0: no retry). Any other keyword
+    (temperature, max_tokens, tools, ...) goes into the request body.
     """
     _check_prompt(prompt, params)
     if base_url is not None:
