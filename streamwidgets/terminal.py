@@ -46,8 +46,17 @@ class TerminalPrinter:
         self._written = 0
         self._last = float("-inf")
         self._thinking_said = False
+        self._retry_said = 0
 
     def notify(self) -> None:
+        retry = self._state.retry
+        if retry is not None and retry.until is not None and retry.tries > self._retry_said:
+            self._retry_said = retry.tries  # a countdown has no frames here: say it once per wait
+            wait = max(0.0, retry.until - self._clock())
+            self._out.write(
+                f"({retry.reason} — retrying in {wait:.0f} s, try {retry.tries + 1} of {retry.retries + 1})\n"
+            )
+            self._out.flush()
         now = self._clock()
         if now - self._last >= self._interval:
             self._last = now
@@ -76,6 +85,8 @@ class TerminalPrinter:
                 parts.append(formatting.cost(state.usage.cost))
             if state.tokens_per_second:
                 parts.append(formatting.rate(state.tokens_per_second))
+            if state.retry is not None and state.retry.tries > 1:
+                parts.append(f"after {state.retry.tries} tries")
             lines.append(f"[{' · '.join(parts)}]")
         for line in lines:
             self._out.write(printable(line) + "\n")

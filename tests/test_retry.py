@@ -104,6 +104,25 @@ def test_each_api_retries_a_503_twice_and_says_how_many_tries(demo_server: DemoS
     assert "after 3 tries" in header_html(state)
 
 
+def test_the_terminal_says_it_waits_and_how_many_tries_it_took(demo_server: DemoServer):
+    import io
+
+    from streamwidgets.client import stream_into
+    from streamwidgets.state import StreamState
+    from streamwidgets.terminal import TerminalPrinter
+
+    request = make_request(
+        "Explain SSE (terminal)", model="demo-ratelimit", base_url=demo_server.base_url, demo={"tokens_per_second": 0}
+    )
+    state, out = StreamState(), io.StringIO()
+    printer = TerminalPrinter(state, out)
+    asyncio.run(stream_into(request, state, notify=printer.notify))
+    printer.finish()
+    text = out.getvalue()
+    assert text.startswith("(rate limited by the provider — retrying in 2 s, try 2 of 4)\n**Server-Sent Events")
+    assert "after 2 tries]" in text
+
+
 def test_retries_zero_shows_the_error_at_once_with_its_wait(demo_server: DemoServer):
     started = time.monotonic()
     state = asyncio.run(
