@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Optional, TextIO
 
 from . import formatting
 from .formatting import STATUS_WORDS
@@ -37,9 +37,12 @@ class TerminalPrinter:
         interval: float = 0.05,
         redact: Callable[[str], str] = lambda text: text,
         clock: Callable[[], float] = time.monotonic,
+        status: Optional[TextIO] = None,
     ) -> None:
         self._state = state
         self._out = out
+        #: Where the wait before a retry is said (the CLI: stderr, so stdout stays the answer).
+        self._status = status if status is not None else out
         self._interval = interval
         self._redact = redact
         self._clock = clock
@@ -53,10 +56,10 @@ class TerminalPrinter:
         if retry is not None and retry.until is not None and retry.tries > self._retry_said:
             self._retry_said = retry.tries  # a countdown has no frames here: say it once per wait
             wait = max(0.0, retry.until - self._clock())
-            self._out.write(
+            self._status.write(
                 f"({retry.reason} — retrying in {wait:.0f} s, try {retry.tries + 1} of {retry.retries + 1})\n"
             )
-            self._out.flush()
+            self._status.flush()
         now = self._clock()
         if now - self._last >= self._interval:
             self._last = now
