@@ -24,14 +24,17 @@ from urllib.parse import quote
 import anyio
 import httpx
 
+from ._decode import ACCEPT_ENCODING, UndecodableBody, decoded
 from .dialects import WHOLE_BODY_LIMIT, Dialect, Normalizer, dialect_class
 from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
 from .events import ErrorEvent, Event, Problem, Terminator, TextDelta
 from .feed import Feed, Item, StreamBroke, drain
+from .limits import DEFAULT_LIMITS, Limits
 from .providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from .recording import Recorder
 from .retry import DEFAULT_RETRIES, RetryPolicy, retrying, wait_hint
+from .sse import is_event_stream
 from .state import StreamState, joined_text
 
 __all__ = [
@@ -52,6 +55,9 @@ __all__ = [
 DEFAULT_STALL_TIMEOUT = 120.0
 _CONNECT_TIMEOUT = 15.0
 _ERROR_BODY_LIMIT = 64 * 1024
+#: The most seconds spent reading an error's body (or the stall timeout, if shorter): the status
+#: is known already, and a body that stalls must not turn a 503 into "the stream stalled".
+_ERROR_BODY_WAIT = 10.0
 
 Notify = Callable[[], None]
 Prompt = Union[str, Sequence[Mapping[str, Any]]]
@@ -108,6 +114,8 @@ class StreamRequest:
     #: Tries after the first when the provider turns the request away before any event (429,
     #: 503, 529) or it cannot connect; 0 disables (`retry.py`). Never after the first byte.
     retries: int = DEFAULT_RETRIES
+    #: How much of the stream is kept, and for how long it is read (`limits.Limits`).
+    limits: Limits = DEFAULT_LIMITS
 
     @property
     def dialect(self) -> type[Dialect]:
@@ -130,6 +138,7 @@ class StreamRequest:
         auth = self.provider.auth or dialect.auth
         return {
             "Accept": "text/event-stream",
+            "Accept-Encoding": ACCEPT_ENCODING,
             "Content-Type": "application/json",
             **dict(dialect.headers),
             **dict(self.provider.headers),
@@ -174,6 +183,10 @@ def make_request(
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     include_usage: Optional[bool] = None,
     retries: int = DEFAULT_RETRIES,
+    deadline: Optional[float] = DEFAULT_LIMITS.deadline,
+    max_answer_chars: int = DEFAULT_LIMITS.answer_chars,
+    max_event_chars: int = DEFAULT_LIMITS.event_chars,
+    max_warnings: int = DEFAULT_LIMITS.warnings,
     **params: Any,
 ) -> StreamRequest:
     """Build a request from a prompt (or a list of messages) and a provider preset.
@@ -185,9 +198,16 @@ def make_request(
     says so in the view — so that a notebook runs anywhere. `include_usage` asks a chat server
     for its usage chunk (default: the preset's `stream_options`; pass False for a server that
     rejects unknown fields). `retries` bounds the tries after a 429/503/529 or a failed connect
-    before the first event (waiting as the provider asks; 0: no retry). Any other keyword
+    before the first event (waiting as the provider asks; 0: no retry). The limits
+    (`limits.Limits`, each with a default no lesson reaches):
+    `deadline=` seconds for the whole answer (default None: none; `stall_timeout=` still ends a
+    stream that sends nothing), `max_answer_chars=` (4,000,000) of answer kept and shown,
+    `max_event_chars=` (16 MiB) of one SSE event, `max_warnings=` (100) kept. Any other keyword
     (temperature, max_tokens, tools, ...) goes into the request body.
     """
+    limits = Limits(
+        event_chars=max_event_chars, answer_chars=max_answer_chars, warnings=max_warnings, deadline=deadline
+    )
     _check_prompt(prompt, params)
     if base_url is not None:
         _check_base_url(base_url)
@@ -230,6 +250,7 @@ def make_request(
         include_usage=preset.stream_options if include_usage is None else include_usage,
         offline_note=note,
         retries=RetryPolicy(retries).retries,  # checked here, not at the first 429
+        limits=limits,
     )
 
 
@@ -238,17 +259,22 @@ _SECRET_QUERY = re.compile(r"(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|se
 
 def _check_base_url(base_url: str) -> None:
     """A base URL is an address: its scheme is needed, and a key never rides in it (it would
-    show in a repr, a recording's header and httpx's log)."""
-    if not re.match(r"https?://", base_url, re.I):
-        raise ValueError(
-            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
-        )
-    url = httpx.URL(base_url)
-    if url.userinfo or _SECRET_QUERY.search(url.query.decode("ascii", "replace")):
+    show in a repr, a recording's header and httpx's log). The key check comes first, on the
+    text itself, so that no later message (a bad port, a missing scheme) repeats a key."""
+    query = base_url.partition("?")[2].partition("#")[0]
+    if "@" in base_url or _SECRET_QUERY.search(query):
         raise ValueError(
             "base_url carries a key (in user:password@ or a ?key= parameter); "
             "pass the address alone, and the key as api_key= (or in the preset's environment variable)"
         )
+    if not re.match(r"https?://", base_url, re.I):
+        raise ValueError(
+            f"base_url {base_url!r} needs its scheme: 'http://{base_url}' (or https:// for a remote server)"
+        )
+    try:
+        httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base_url {base_url!r} is not a valid address: {exc}") from None
 
 
 def _check_prompt(prompt: Any, params: Mapping[str, Any]) -> None:
@@ -308,7 +334,7 @@ async def stream_into(
     state.provider = state.provider or request.provider.name
     if request.prefix and not state.text_length:
         state.apply(TextDelta(request.prefix))
-    feed = Feed(state, Normalizer(request.api, request.provider), notify=notify)
+    feed = Feed(state, Normalizer(request.api, request.provider), notify=notify, limits=request.limits)
     feed.begin()
     recorder = Recorder(record, request) if record is not None else None
     try:
@@ -361,23 +387,27 @@ async def _response_items(
     try:
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
-                body = request.redact_bytes(await _read_limited(response))
+                body, cut = await _read_limited(response, request, _ERROR_BODY_LIMIT)
+                body = request.redact_bytes(body)
                 if recorder is not None:
                     recorder.response(response.status_code, body)
                 error = error_from_http(response.status_code, body, response.headers)
                 if error.retry_after is None:  # the provider's own reset headers or error fields
                     error.retry_after = wait_hint(response.headers, body)
-                yield [error]
+                yield [replace(error, message=f"{error.message} ({cut})") if cut else error]
                 return
             content_type = response.headers.get("content-type", "")
-            if not _is_event_stream(content_type):
-                body = request.redact_bytes(await _read_limited(response, WHOLE_BODY_LIMIT))
-                yield _not_a_stream(normalizer, body, content_type)
+            if not is_event_stream(content_type):
+                body, _ = await _read_limited(response, request, WHOLE_BODY_LIMIT)
+                yield _not_a_stream(normalizer, request.redact_bytes(body), content_type)
                 return
-            async for chunk in response.aiter_raw():
+            chunks = response.aiter_raw()
+            async for chunk in decoded(chunks, response.headers.get("content-encoding")):
                 if recorder is not None:
                     recorder.chunk(chunk)
                 yield chunk
+    except UndecodableBody as exc:
+        raise StreamBroke(f"the body could not be read: {exc}.") from None
     except httpx.TimeoutException as exc:
         if isinstance(exc, httpx.ConnectTimeout):
             yield [
@@ -395,12 +425,6 @@ async def _response_items(
         ) from None
 
 
-def _is_event_stream(content_type: str) -> bool:
-    """Whether a Content-Type names an event stream. Media types are case-insensitive
-    (`Text/Event-Stream; charset=utf-8` is one), and parameters do not change the type."""
-    return content_type.partition(";")[0].strip().lower() == "text/event-stream"
-
-
 def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> list[Event]:
     """A 2xx that is not an event stream: a whole JSON answer or error (read as `parse()` reads
     one, by the normalizer) — or a page, which is an error that names what arrived."""
@@ -412,13 +436,25 @@ def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> lis
     return [ErrorEvent(f"Expected an event stream but got {what}: {summary}", "not_a_stream")]
 
 
-async def _read_limited(response: httpx.Response, limit: int = _ERROR_BODY_LIMIT) -> bytes:
+async def _read_limited(response: httpx.Response, request: StreamRequest, limit: int) -> tuple[bytes, str]:
+    """Up to `limit` bytes of a body that is read whole (an error, a JSON answer), decoded, and
+    what cut it short in words ("" when nothing did): its status is known already, so a body
+    that stalls or breaks gives what arrived of it, not "the stream stalled"."""
     body = bytearray()
-    async for chunk in response.aiter_raw():
-        body += chunk
-        if len(body) >= limit:
-            break
-    return bytes(body)
+    cut = ""
+    with anyio.move_on_after(min(request.stall_timeout, _ERROR_BODY_WAIT)) as scope:
+        try:
+            async for chunk in decoded(response.aiter_raw(), response.headers.get("content-encoding")):
+                body += chunk
+                if len(body) >= limit:
+                    break
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError):
+            cut = "the rest of its body never arrived"
+        except UndecodableBody as exc:
+            cut = f"its body could not be read: {exc}"
+    if scope.cancelled_caught:
+        cut = "the rest of its body never arrived"
+    return bytes(body[:limit]), cut
 
 
 _OFFLINE_FIX = "`offline=True` streams the built-in demo instead, or `show_replay()` plays a recording"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._json import loads
 from .events import ErrorEvent
-from .sse import SSEDecoder
+from .sse import SSEDecoder, is_event_stream
 
 if TYPE_CHECKING:
     from .state import StreamState
@@ -94,7 +94,7 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
             obj = loads(text)
         except ValueError:
             obj = None
-    elif text.startswith(("data:", "event:")) or "event-stream" in headers.get("content-type", "").lower():
+    elif text.startswith(("data:", "event:")) or is_event_stream(headers.get("content-type", "")):
         obj = _error_event(text)
     if isinstance(obj, dict) and ("error" in obj or "message" in obj):
         event = error_from_object(obj, status, retry_after)

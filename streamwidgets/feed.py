@@ -7,6 +7,10 @@ a `StreamState` with the time they arrived, and calls `notify()` so that a view 
 ended — the terminator (the answer is complete at once: reading stops and the source is closed,
 even if the server keeps the body open), the end of the items, a broken stream (`StreamBroke`),
 a surprise (an exception), or a cancel, which closes the state as cancelled and propagates.
+
+The feed also keeps the stream within its `Limits`: an event too long to keep is discarded by
+the decoder (one warning here), an answer that reaches its size limit is cut there and ends as
+incomplete, and `drain()` stops at the deadline. The text up to a limit is always kept.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from typing import Optional, Union
 
 from .dialects import Normalizer
-from .events import ErrorEvent, Event, Terminator
-from .state import StreamState
+from .events import ErrorEvent, Event, Problem, Terminator
+from .limits import DEFAULT_LIMITS, Limits
+from .state import StreamState, Warnings
 
 __all__ = ["Feed", "Item", "StreamBroke", "drain"]
 
@@ -44,11 +49,17 @@ class Feed:
         *,
         notify: Optional[Callable[[], None]] = None,
         clock: Optional[Clock] = time.monotonic,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.state = state
         self.normalizer = normalizer
         self.notify = notify or _nothing
         self._clock = clock
+        self.limits = limits
+        normalizer.decoder.max_event_chars = limits.event_chars
+        self._dropped = normalizer.decoder.dropped
+        if isinstance(state.warnings, Warnings):
+            state.warnings.limit = limits.warnings
 
     def now(self) -> Optional[float]:
         return self._clock() if self._clock is not None else None
@@ -59,12 +70,21 @@ class Feed:
 
     def push(self, item: Item) -> None:
         """Fold one network read (or ready-made events) into the state. Nothing after the
-        terminator is part of the answer, so once it came, reads are not even decoded."""
-        if self.state.terminated:
+        terminator is part of the answer, so once it came, reads are not even decoded. An answer
+        that reaches its size limit is cut there and ends (incomplete) here."""
+        state = self.state
+        if state.terminated or state.done:
             return
-        events = self.normalizer.feed(item) if isinstance(item, bytes) else item
+        normalizer = self.normalizer
+        events = normalizer.feed(item) if isinstance(item, bytes) else item
+        if normalizer.decoder.dropped != self._dropped:
+            self._dropped = normalizer.decoder.dropped
+            state.apply(Problem(self.limits.event_too_long()), self.now())
         if events:
-            self.state.extend(events, self.now())
+            state.extend(events, self.now())
+            if state.output_length > self.limits.answer_chars:
+                state.clip(self.limits.answer_chars)
+                state.close(reason=self.limits.answer_reached(), now=self.now())
             self.notify()
 
     def end(self, reason: Optional[str] = None, *, done_swallowed: bool = False) -> StreamState:
@@ -75,6 +95,8 @@ class Feed:
         """
         now = self.now()
         state = self.state
+        if state.done:  # ended already (a limit reached)
+            return state
         state.extend(self.normalizer.close(), now)
         if done_swallowed and self.normalizer.dialect_name == "chat" and state.finish_reason is not None:
             state.apply(Terminator(), now)
@@ -93,23 +115,16 @@ def _surprise(exc: Exception) -> ErrorEvent:
     return ErrorEvent(f"{type(exc).__name__}: {exc}", "internal_error")
 
 
-async def _finish_source(
-    source: AsyncIterator[Item], feed: Feed, describe: Callable[[Exception], ErrorEvent], *, read_on: bool
-) -> None:
+async def _finish_source(source: AsyncIterator[Item], feed: Feed, describe: Callable[[Exception], ErrorEvent]) -> None:
     """Let go of a source after the terminator: the state is closed already, so nothing read
     from here on counts.
 
-    Our own sources (the client's response, a replay) are async generators: closing one exits
-    its `async with` blocks, so the HTTP response, and with it the connection, is closed now —
-    not when the server ends the body, nor when the generator is collected. An SDK stream
-    (`read_on`) is different: only the SDK can close its response, and leaving its iterators
-    suspended makes them fail when they are collected; so it is read to its end, ignored.
+    Every source is an async generator (the client's response, a replay, an SDK stream):
+    closing one runs its `finally` and exits its `async with` blocks, so the HTTP response, and
+    with it the connection, is closed now — not when the server ends the body, nor when the
+    generator is collected.
     """
     try:
-        if read_on:
-            async for _ in source:
-                pass
-            return
         aclose = getattr(source, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -136,15 +151,18 @@ async def drain(
     the source is let go (`_finish_source`), so a server that keeps the body open after
     `[DONE]`, `message_stop` or `response.completed` costs no wait for the stall timeout. This
     is the one place that stops at the terminator, for live streams, replays and SDK streams
-    alike. `done_swallowed` marks an SDK stream (the SDKs hide chat's `[DONE]`), which is read on.
+    alike. `done_swallowed` marks an SDK stream (the SDKs hide chat's `[DONE]`).
     """
     import anyio  # the async edge only: the sans-IO Feed above needs no event loop
 
     source = aiter(items)
+    if feed.limits.deadline is not None:
+        source = _within(source, feed.limits.deadline, feed.limits.deadline_passed())
+    state = feed.state
     try:
         async for item in source:
             feed.push(item)
-            if feed.state.terminated:
+            if state.terminated or state.done:
                 break
         else:
             return feed.end(ended, done_swallowed=done_swallowed)
@@ -154,8 +172,30 @@ async def drain(
     except StreamBroke as why:
         return feed.end(str(why))
     except Exception as exc:  # a bug or a surprise must still end up in the state, with the answer kept
-        feed.state.apply(describe(exc), feed.now())
+        state.apply(describe(exc), feed.now())
         return feed.end(ended)
-    state = feed.end(ended)  # complete now, before the source is let go
-    await _finish_source(source, feed, describe, read_on=done_swallowed)
+    feed.end(ended)  # complete now (or ended at a limit), before the source is let go
+    await _finish_source(source, feed, describe)
     return state
+
+
+async def _within(source: AsyncIterator[Item], seconds: float, why: str) -> AsyncIterator[Item]:
+    """`source`, until `seconds` from now: then the read under way is cancelled (which closes the
+    source, and with it the connection) and the stream breaks with `why`."""
+    import anyio
+
+    end = anyio.current_time() + seconds
+    try:
+        while True:
+            with anyio.move_on_after(max(0.0, end - anyio.current_time())) as scope:
+                try:
+                    item = await source.__anext__()
+                except StopAsyncIteration:
+                    return
+            if scope.cancelled_caught:
+                raise StreamBroke(why)
+            yield item
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -2,14 +2,19 @@
 
 The SDK has parsed the wire into typed objects; each one is dumped back to the JSON it came
 from and fed as an SSE event through the same `Normalizer`, so an SDK stream and a raw one
-give the same `StreamState`. Sync SDK streams are read in a worker thread, so the kernel's
-loop stays free and Cancel still closes the connection (by closing the SDK stream).
+give the same `StreamState`. The SDKs' stream helpers (`client.chat.completions.stream()`,
+`client.responses.stream()`, `client.messages.stream()`) work too, entered or not: they wrap
+each wire event (a chat chunk) or add events of their own (`content.delta`, `text`, ...), which
+are unwrapped or skipped. Sync SDK streams are read in a worker thread, so the kernel's loop
+stays free; the SDK stream is closed, and with it its connection, as soon as the answer is
+complete (its terminator), the stream fails, or Cancel is pressed.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 from typing import Any, Optional
 
 import anyio
@@ -17,17 +22,29 @@ import anyio
 from .dialects import Normalizer
 from .events import ErrorEvent
 from .feed import Feed, drain
+from .limits import DEFAULT_LIMITS, Limits
 from .state import StreamState
 
 __all__ = ["sdk_into", "sdk_event_bytes"]
 
 _END = object()
+#: Events that only the SDKs' stream helpers make (each repeats what a wire event carried):
+#: openai chat's `content.delta`, `refusal.done`, `tool_calls.function.arguments.delta`, ...,
+#: and anthropic's `text`, `thinking`, `input_json`, ...
+_HELPER_PREFIXES = ("content.", "refusal.", "tool_calls.", "logprobs.")
+_HELPER_TYPES = frozenset(("text", "citation", "thinking", "signature", "input_json"))
 
 
 def sdk_event_bytes(item: Any) -> bytes:
-    """One SDK stream item as the SSE event it was parsed from."""
+    """One SDK stream item as the SSE event it was parsed from (b"" for a helper's own event)."""
+    kind = getattr(item, "type", None)
+    if kind == "chunk" and hasattr(item, "chunk"):  # openai's chat helper wraps each chunk
+        item, kind = item.chunk, None
+    if isinstance(kind, str) and (kind in _HELPER_TYPES or kind.startswith(_HELPER_PREFIXES)):
+        return b""
     if hasattr(item, "model_dump"):
-        obj = item.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        # The helpers' parsed models (`ParsedResponse[T]`) make pydantic warn on every dump.
+        obj = item.model_dump(mode="json", exclude_unset=True, by_alias=True, warnings=False)
     elif isinstance(item, dict):
         obj = item
     else:
@@ -43,18 +60,26 @@ async def sdk_into(
     *,
     notify: Optional[Callable[[], None]] = None,
     provider: Optional[str] = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> StreamState:
-    """Drain an openai / anthropic SDK stream (sync or async) into `state`.
+    """Drain an openai / anthropic SDK stream (sync or async, raw or a stream helper) into `state`.
 
     The SDKs swallow chat's `data: [DONE]`, so a chat stream that the SDK finished counts as
     complete once a finish reason arrived; Responses and Messages keep their own terminators.
     An exception from the SDK mid-stream (a broken connection, an API error event) becomes the
-    state's error, with what arrived kept. Cancelling closes the SDK stream, and so its connection.
+    state's error, with what arrived kept. The SDK stream is closed when the answer is complete
+    (a server that keeps the body open costs no wait), and when the task is cancelled. `limits`
+    bound the answer kept and the time taken, as for a live stream (`limits.Limits`).
     """
-    state.provider = state.provider or provider or type(stream).__module__.split(".")[0]
-    feed = Feed(state, Normalizer(None, provider), notify=notify)
-    feed.begin()
-    try:
+    feed = Feed(state, Normalizer(None, provider), notify=notify, limits=limits)
+    async with AsyncExitStack() as managers:
+        if not (hasattr(stream, "__aiter__") or hasattr(stream, "__iter__")):  # a helper's manager, not entered
+            if hasattr(stream, "__aenter__"):
+                stream = await managers.enter_async_context(stream)
+            else:
+                stream = managers.enter_context(stream)
+        state.provider = state.provider or provider or type(stream).__module__.split(".")[0]
+        feed.begin()
         return await drain(
             _items(stream),
             feed,
@@ -62,23 +87,26 @@ async def sdk_into(
             done_swallowed=True,
             describe=_sdk_error,
         )
-    except anyio.get_cancelled_exc_class():
-        await _close(getattr(stream, "close", None))
-        raise
 
 
 async def _items(stream: Any) -> AsyncIterator[bytes]:
-    """Each SDK item as the SSE event it was parsed from; a sync stream is read in a worker thread."""
-    if hasattr(stream, "__aiter__"):
-        async for item in stream:
-            yield sdk_event_bytes(item)
-        return
-    iterator = iter(stream)
-    while True:
-        item = await anyio.to_thread.run_sync(next, iterator, _END, abandon_on_cancel=True)
-        if item is _END:
+    """Each SDK item as the SSE event it was parsed from; a sync stream is read in a worker thread.
+    Leaving (the terminator, an error, a cancel) closes the SDK stream."""
+    try:
+        if hasattr(stream, "__aiter__"):
+            async for item in stream:
+                if data := sdk_event_bytes(item):
+                    yield data
             return
-        yield sdk_event_bytes(item)
+        iterator = iter(stream)
+        while True:
+            item = await anyio.to_thread.run_sync(next, iterator, _END, abandon_on_cancel=True)
+            if item is _END:
+                return
+            if data := sdk_event_bytes(item):
+                yield data
+    finally:
+        await _close(getattr(stream, "close", None))
 
 
 def _sdk_error(exc: Exception) -> ErrorEvent:

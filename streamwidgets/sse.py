@@ -8,6 +8,10 @@ Beyond the standard it keeps what higher layers need: the comment lines (heartbe
 `: keep-alive`), and at close what an unterminated final block held, so that a chat stream ending
 in `data: [DONE]\\n` without its blank line can still count as complete.
 
+One event (or one line, a comment too) is kept up to `max_event_chars`: past it, the event is
+discarded as its bytes arrive, in constant memory (a 200 MB comment line is never buffered), and
+`dropped` counts it.
+
 Spec: https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
 """
 
@@ -16,7 +20,16 @@ from __future__ import annotations
 import codecs
 from typing import NamedTuple, Optional
 
-__all__ = ["ServerSentEvent", "SSEDecoder"]
+__all__ = ["ServerSentEvent", "SSEDecoder", "is_event_stream", "MAX_EVENT_CHARS"]
+
+#: The default most characters of one event (see `limits.Limits.event_chars`).
+MAX_EVENT_CHARS = 16 * 1024 * 1024
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a Content-Type names an event stream. Media types are case-insensitive
+    (`Text/Event-Stream; charset=utf-8` is one), and parameters do not change the type."""
+    return content_type.partition(";")[0].strip().lower() == "text/event-stream"
 
 
 class ServerSentEvent(NamedTuple):
@@ -39,7 +52,13 @@ class SSEDecoder:
     [ServerSentEvent(event='message', data='hello', id=None, retry=None)]
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_chars: int = MAX_EVENT_CHARS) -> None:
+        self.max_event_chars = max_event_chars
+        #: Events (or lines) discarded for passing `max_event_chars`.
+        self.dropped = 0
+        self._size = 0  # characters of the block being built, counted per chunk
+        self._drop_line = False  # discarding the rest of a line that grew too long
+        self._drop_block = False  # discarding the lines of a block that grew too long
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         self._utf8_pending = False  # the incremental decoder holds part of a character
         self._started = False  # a BOM is only stripped at the very start of the stream
@@ -86,6 +105,9 @@ class SSEDecoder:
             text = self._decode(data)
         if self._partial and "\n" not in text and "\r" not in text and text:
             self._partial.append(text)  # the middle of a long line: nothing can complete
+            self._size += len(text)
+            if self._size > self.max_event_chars:
+                self._overflow()
             return []
         return self._text(text)
 
@@ -103,7 +125,10 @@ class SSEDecoder:
         self.closed = True
         tail = "".join(self._partial)
         self._partial = []
-        if tail:  # record the unended line into the block buffers; the block is not dispatched
+        if self._drop_block:
+            self._data = []
+            self._event = ""
+        elif tail:  # record the unended line into the block buffers; the block is not dispatched
             if tail[:6] == "data: ":
                 self._data.append(tail[6:])
             else:
@@ -132,10 +157,20 @@ class SSEDecoder:
         if "\r" in text:
             self._skip_lf = text[-1] == "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if self._drop_line:  # the rest of a line too long to keep, up to its end
+            end = text.find("\n")
+            if end < 0:
+                return []
+            self._drop_line = False
+            text = text[end + 1 :]
         if "\n" not in text:
             if text:
                 self._partial.append(text)
+                self._size += len(text)
+                if self._size > self.max_event_chars:
+                    self._overflow()
             return []
+        chunk = text
         if self._partial:
             self._partial.append(text)
             text = "".join(self._partial)
@@ -145,11 +180,14 @@ class SSEDecoder:
         events: list[ServerSentEvent] = []
         data = self._data
         line_handler = self._line
+        dropping = self._drop_block
+        blank = False
         for line in lines:
             # The hot path: `data: ...` lines and the blank line that ends a block.
             if line[:6] == "data: ":
                 data.append(line[6:])
             elif not line:
+                blank = True
                 if data:
                     events.append(
                         _new_event(
@@ -161,10 +199,41 @@ class SSEDecoder:
                 self._retry = None
             else:
                 line_handler(line, events)
+        if dropping and blank:  # the first blank line ended the block being dropped: not its event
+            events.pop(0)
+            self._drop_block = False
+        # The size of the block (or line) that goes on past this chunk, after its last blank line.
+        if last and blank and not data:  # the common case: a new line has begun, no more
+            self._size = len(last)
+        elif data or last:
+            if blank:  # after the last blank line (at the very start when no "\n\n" is in the text)
+                cut = text.rfind("\n\n")
+                self._size = len(text) - (cut + 2 if cut >= 0 else 1)
+            else:
+                self._size += len(chunk)
+        elif self._size:
+            self._size = 0
+        if self._size > self.max_event_chars:
+            self._overflow()
         return events
+
+    def _overflow(self) -> None:
+        """The open block (or line) passed the limit: forget it, and skip the rest of it as it arrives."""
+        if not self._drop_block:
+            self.dropped += 1
+        # A comment line is no part of an event: only it is skipped, not the block around it.
+        if not (self._partial and self._partial[0][:1] == ":"):
+            self._drop_block = True
+            self._data.clear()
+            self._data.append("")  # so that the block's blank line makes one event, which is dropped
+        self._drop_line = bool(self._partial)
+        self._partial = []
+        self._size = 0
 
     def _line(self, line: str, events: list[ServerSentEvent]) -> None:
         """Any line other than `data: ...` and the blank line."""
+        if self._drop_block and line[0] != ":":
+            return
         if line[0] == ":":
             self.comment_count += 1
             self.comments.append(line[1:])

@@ -35,6 +35,7 @@ __all__ = [
     "ToolCall",
     "StreamErrorInfo",
     "RetryNote",
+    "Warnings",
     "normalize_finish_reason",
     "joined_text",
     "Status",
@@ -138,6 +139,27 @@ class ToolCall:
         return f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={self.arguments!r})"
 
 
+class Warnings(list[str]):
+    """The warnings of one state: the first `limit` kept, then one last line that counts the
+    rest (a million malformed events must not keep a million warnings). A list in every other way."""
+
+    def __init__(self, *items: str, limit: int = 100) -> None:
+        super().__init__(items)
+        self.limit = limit
+        self.dropped = 0
+
+    def append(self, message: str) -> None:
+        if len(self) < self.limit:
+            super().append(message)
+            return
+        self.dropped += 1
+        summary = f"… and {self.dropped:,} more warnings, not kept (the first {self.limit:,} are; max_warnings=)"
+        if self.dropped == 1:
+            super().append(summary)
+        else:
+            self[-1] = summary
+
+
 @dataclass(frozen=True)
 class StreamErrorInfo:
     """How the provider said it failed: its message, its code, the HTTP status if there was one."""
@@ -192,7 +214,7 @@ class StreamState:
     #: Why an incomplete stream ended, in words (set by whoever closed it).
     incomplete_reason: Optional[str] = None
     #: Input that could not be understood; the stream went on without it.
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=Warnings)
     heartbeats: int = 0
     terminated: bool = False
     #: Monotonic times in seconds, as passed in by the caller (None when replaying without a clock).
@@ -259,6 +281,11 @@ class StreamState:
     @property
     def reasoning_length(self) -> int:
         return self._reasoning_len
+
+    @property
+    def output_length(self) -> int:
+        """Characters of output so far: text, reasoning, refusal and tool-call arguments."""
+        return self._output_chars()
 
     @property
     def done(self) -> bool:
@@ -460,6 +487,18 @@ class StreamState:
         """Keep a warning even after the end (a view that failed to draw, a late surprise)."""
         self.warnings.append(message)
         self.version += 1
+
+    def clip(self, chars: int) -> None:
+        """Keep no more than `chars` characters of output: the answer text is cut to what fits
+        beside the reasoning, refusal and tool arguments (a limit reached, `limits.Limits`).
+        A cut answer does not reach its terminator, even if one arrived."""
+        self.terminated = False
+        over = self._output_chars() - chars
+        if over > 0 and self._text_len:
+            keep = max(0, self._text_len - over)
+            self._text[:] = [self.text[:keep]] if keep else []
+            self._text_len = keep
+            self.version += 1
 
     def extend(self, events: Iterable[Event], now: Optional[float] = None) -> None:
         for event in events:

@@ -393,6 +393,50 @@ def test_openai_sdk_streams_go_through_the_same_state(server):
     assert (synced.status, synced.text, synced.usage) == ("complete", plain.text, plain.usage)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("mode", ["sync", "async", "manager"])
+def test_openai_stream_helpers_give_the_same_state_without_warnings(server, api, mode):
+    # `client.chat.completions.stream()` wraps each chunk in its own events and `responses.stream()`
+    # parses into models that pydantic warns about when dumped: neither may show.
+    import warnings
+
+    openai = pytest.importorskip("openai")
+    from streamwidgets.sdk import sdk_into
+
+    model = "demo-reasoning" if api == "responses" else "demo-search"
+    kwargs = {"model": model, "extra_body": FAST}
+    if api == "chat":
+        kwargs.update(messages=[{"role": "user", "content": "SSE?"}], stream_options={"include_usage": True})
+    else:
+        kwargs.update(input="SSE?")
+
+    async def main():
+        if mode == "sync":
+            client = openai.OpenAI(base_url=server.base_url, api_key=SENTINEL, max_retries=0)
+            helper = client.chat.completions if api == "chat" else client.responses
+            with helper.stream(**kwargs) as stream:
+                state = await sdk_into(stream, StreamState())
+            client.close()
+            return state
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key=SENTINEL, max_retries=0)
+        helper = client.chat.completions if api == "chat" else client.responses
+        if mode == "manager":  # the helper's manager itself, not entered: sdk_into enters it
+            state = await sdk_into(helper.stream(**kwargs), StreamState())
+        else:
+            async with helper.stream(**kwargs) as stream:
+                state = await sdk_into(stream, StreamState())
+        await client.close()
+        return state
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        state = go(main())
+    ours = go(arun(req(server, api=api, model=model, prompt="SSE?")))
+    assert state.status == "complete", state.message
+    assert (state.text, state.reasoning, state.usage, state.finish) == (ours.text, ours.reasoning, ours.usage, "stop")
+    assert state.text and state.usage is not None and state.warnings == []
+
+
 def test_anthropic_sdk_stream_goes_through_the_same_state(server):
     anthropic = pytest.importorskip("anthropic")
     from streamwidgets.sdk import sdk_into

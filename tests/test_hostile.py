@@ -13,16 +13,25 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import socket
-import socketserver
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Optional
 from urllib.parse import quote
 
 import pytest
+from hostile_server import (
+    API_OF,
+    DONE,
+    FULL,
+    HTML,
+    JSON,
+    PATH_OF,
+    HostileServer,
+    Reply,
+    chat,
+    event,
+    message_start,
+    text_block,
+)
 
 import streamwidgets as sw
 from streamwidgets._json import TooDeep, loads
@@ -32,77 +41,6 @@ from streamwidgets.events import RefusalDelta, Terminator, TextDelta, ToolCallDe
 from streamwidgets.recording import replay_into
 from streamwidgets.state import StreamState, ToolCall
 
-SSE = (("Content-Type", "text/event-stream"),)
-JSON = (("Content-Type", "application/json"),)
-HTML = (("Content-Type", "text/html; charset=utf-8"),)
-#: How long the server keeps a body open after its last byte: far beyond any test's patience.
-HOLD = 20.0
-
-
-# --------------------------------------------------------------------------- wire pieces
-
-
-def event(obj: dict, name: Optional[str] = None) -> bytes:
-    head = f"event: {name}\n" if name else ""
-    return f"{head}data: {json.dumps(obj)}\n\n".encode()
-
-
-def chat(content: str = "", finish: Optional[str] = None, **extra) -> bytes:
-    delta = {"content": content} if content else {}
-    choice = {"index": 0, "delta": delta, "finish_reason": finish}
-    return event({"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [choice], **extra})
-
-
-def typed(kind: str, **fields) -> bytes:
-    """A Responses or Messages event: its type in the event line and in the data."""
-    return event({"type": kind, **fields}, kind)
-
-
-def message_start(output_tokens: int = 1) -> bytes:
-    usage = {"input_tokens": 12, "output_tokens": output_tokens}
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [], "usage": usage}
-    return typed("message_start", message=message)
-
-
-def text_block(*pieces: str) -> list[bytes]:
-    start = typed("content_block_start", index=0, content_block={"type": "text", "text": ""})
-    deltas = [typed("content_block_delta", index=0, delta={"type": "text_delta", "text": p}) for p in pieces]
-    return [start, *deltas, typed("content_block_stop", index=0)]
-
-
-DONE = b"data: [DONE]\n\n"
-
-#: A whole, proper stream per API, each ending with its terminator.
-FULL = {
-    "chat": [chat("Hello"), chat(" there."), chat(finish="stop"), DONE],
-    "perplexity": [
-        chat("Hello"),
-        chat(" there."),
-        event(
-            {
-                "id": "c1",
-                "object": "chat.completion.done",
-                "model": "sonar",
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-            }
-        ),
-    ],
-    "responses": [
-        typed("response.created", response={"id": "resp_1", "model": "m", "status": "in_progress"}),
-        typed("response.output_text.delta", item_id="msg_1", delta="Hello"),
-        typed("response.output_text.delta", item_id="msg_1", delta=" there."),
-        typed(
-            "response.completed",
-            response={"id": "resp_1", "status": "completed", "usage": {"input_tokens": 5, "output_tokens": 3}},
-        ),
-    ],
-    "messages": [
-        message_start(),
-        *text_block("Hello", " there."),
-        typed("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 3}),
-        typed("message_stop"),
-    ],
-}
 #: Whole answers where a stream was asked for (the server ignored `stream`).
 WHOLE_MESSAGE = {
     "id": "msg_9",
@@ -142,119 +80,10 @@ WHOLE_RESPONSE = {
     "error": None,
 }
 
-API_OF = {"chat": "chat", "perplexity": "chat", "responses": "responses", "messages": "messages"}
-PATH_OF = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
-
 #: The text of a Messages stream cut after a placeholder usage (`output_tokens: 1`).
 CUT_PIECES = ("The stream is cut here, ", "after a placeholder usage ", "and four deltas ", "of text.")
 DEEP_LIST = b"[" * 100_000
 DEEP_OBJECT = b'{"a":' * 100_000
-
-
-# --------------------------------------------------------------------------- the hostile server
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the server writes for one path. `end`: "finish" (a proper end of the body), "cut" (the
-    connection closes in the middle of a chunked body) or "hold" (the body stays open, and the
-    server waits to see the client leave)."""
-
-    body: tuple[bytes, ...] = ()
-    status: str = "200 OK"
-    headers: tuple[tuple[str, str], ...] = SSE
-    end: str = "finish"
-
-
-@dataclass
-class Visit:
-    """One request as the server saw it; `left` is set when the client closed the connection."""
-
-    path: str
-    left: threading.Event = field(default_factory=threading.Event)
-
-
-class _Handler(socketserver.BaseRequestHandler):
-    server: HostileServer
-
-    def handle(self) -> None:
-        sock: socket.socket = self.request
-        path = self._read_request(sock)
-        visit = Visit(path)
-        self.server.visits.append(visit)
-        reply = self.server.replies.get(
-            path, Reply((b"no such path",), "404 Not Found", (("Content-Type", "text/plain"),))
-        )
-        chunked = reply.end != "finish"
-        head = [f"HTTP/1.1 {reply.status}", *(f"{k}: {v}" for k, v in reply.headers)]
-        if chunked:
-            head.append("Transfer-Encoding: chunked")
-        else:
-            head += [f"Content-Length: {sum(map(len, reply.body))}", "Connection: close"]
-        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
-        for piece in reply.body:  # one write per event, as real providers do
-            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
-        if reply.end == "hold":
-            self._hold(sock, visit)
-        # "cut" and "finish" simply close: a chunked body without its last chunk is cut short.
-
-    @staticmethod
-    def _read_request(sock: socket.socket) -> str:
-        """The request's path, after reading its head and body (unread bytes would make close() a reset)."""
-        data = b""
-        while b"\r\n\r\n" not in data and (more := sock.recv(65536)):
-            data += more
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        length = next((int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")), 0)
-        while len(body) < length and (more := sock.recv(65536)):
-            body += more
-        return lines[0].split()[1] if lines[0] else ""
-
-    def _hold(self, sock: socket.socket, visit: Visit) -> None:
-        wrote = time.monotonic()
-        sock.settimeout(0.02)
-        while time.monotonic() - wrote < HOLD and not self.server.stopping.is_set():
-            try:
-                gone = sock.recv(4096) == b""
-            except TimeoutError:
-                continue
-            except OSError:
-                gone = True
-            if gone:
-                visit.left.set()
-                return
-
-
-class HostileServer(socketserver.ThreadingTCPServer):
-    """An HTTP/1.1 server on 127.0.0.1 that plays scripted raw replies, one thread per connection."""
-
-    allow_reuse_address = True
-    daemon_threads = False
-    block_on_close = True  # server_close() joins the handlers, which end as soon as `stopping` is set
-
-    def __init__(self, replies: dict[str, Reply]) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.replies = replies
-        self.visits: list[Visit] = []
-        self.stopping = threading.Event()
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def url(self, case: str) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/{case}/v1"
-
-    def visit(self, path: str) -> Visit:
-        return next(v for v in reversed(self.visits) if v.path == path)
-
-    def start(self) -> HostileServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.shutdown()
-        self.server_close()
-        self._thread.join(5)
 
 
 def _replies() -> dict[str, Reply]:
@@ -350,34 +179,33 @@ def test_astream_stops_at_the_terminator(hostile):
     assert hostile.visit("/hold-messages/v1/messages").left.wait(2.0)
 
 
-def test_an_sdk_stream_is_complete_at_its_terminator(hostile):
-    # The anthropic SDK reads on after message_stop until the body ends, and only the SDK can
-    # close its response: the state is complete at once, and the task reads on (ignoring what
-    # comes) until the server ends the body or the task is cancelled, which closes the stream.
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_sdk_stream_is_complete_and_closed_at_its_terminator(hostile, mode):
+    # The anthropic SDK reads on after message_stop until the body ends: sdk_into closes the SDK
+    # stream at the terminator, so the task ends at once and the server sees the client leave.
     anthropic = pytest.importorskip("anthropic")
     from streamwidgets.sdk import sdk_into
 
+    base = hostile.url("hold-messages")[: -len("/v1")]
+    kwargs = {"model": "m", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
     async def main():
-        client = anthropic.AsyncAnthropic(base_url=hostile.url("hold-messages")[: -len("/v1")], api_key="k")
-        stream = await client.messages.create(
-            model="m", max_tokens=64, stream=True, messages=[{"role": "user", "content": "hi"}]
-        )
-        state = StreamState()
         started = time.monotonic()
-        task = asyncio.get_running_loop().create_task(sdk_into(stream, state))
-        while not state.done and time.monotonic() - started < 5:
-            await asyncio.sleep(0.01)
-        elapsed = time.monotonic() - started
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await client.close()
-        return state, elapsed
+        if mode == "async":
+            client = anthropic.AsyncAnthropic(base_url=base, api_key="k", max_retries=0)
+            state = await asyncio.wait_for(sdk_into(await client.messages.create(**kwargs), StreamState()), 5)
+            await client.close()
+        else:
+            sync = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
+            state = await asyncio.wait_for(sdk_into(sync.messages.create(**kwargs), StreamState()), 5)
+            sync.close()
+        return state, time.monotonic() - started
 
     before = len(hostile.visits)
     state, elapsed = asyncio.run(main())
     assert (state.status, state.text) == ("complete", "Hello there."), state.message
     assert elapsed < 2.0
-    assert hostile.visits[before].left.wait(2.0), "cancelling closed the SDK stream"
+    assert hostile.visits[before].left.wait(2.0), "the SDK stream was not closed at the terminator"
 
 
 def test_a_replay_and_parse_ignore_what_follows_the_terminator():

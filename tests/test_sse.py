@@ -230,3 +230,53 @@ def test_one_mebibyte_line_byte_by_byte_stays_linear():
     for i in range(len(big)):
         events += d.feed(big[i : i + 1])
     assert len(events) == 1 and len(events[0].data) == 1024 * 1024
+
+
+# --------------------------------------------------------------------------- the event size limit
+
+
+def _fed(decoder: SSEDecoder, data: bytes, size: int) -> list:
+    return [e for i in range(0, len(data), size) for e in decoder.feed(data[i : i + size])]
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+@pytest.mark.parametrize(
+    "oversized",
+    [
+        b": " + b"c" * 5000 + b"\n\n",  # a comment line
+        b"data: " + b"d" * 5000 + b"\n\n",  # one long data line
+        b"data: 0123456789\n" * 500 + b"\n",  # a block of many short lines
+        b"event: x\ndata: " + b"d" * 5000 + b"\r\ndata: tail\r\n\r\n",  # CRLF, a field line before it
+    ],
+    ids=["comment", "line", "block", "crlf"],
+)
+def test_an_event_past_the_limit_is_discarded_and_the_stream_goes_on(size, oversized):
+    decoder = SSEDecoder(max_event_chars=1000)
+    body = b"data: before\n\n" + oversized + b"data: after\n\n"
+    events = _fed(decoder, body, size) + decoder.close()
+    assert [e.data for e in events] == ["before", "after"]
+    assert decoder.dropped == 1 and decoder.unterminated is None
+
+
+def test_an_event_within_the_limit_is_kept_whole_however_it_is_cut():
+    decoder = SSEDecoder(max_event_chars=1000)
+    body = b"data: " + b"k" * 900 + b"\ndata: " + b"m" * 50 + b"\n\n"
+    assert [e.data for e in _fed(decoder, body, 3)] == ["k" * 900 + "\n" + "m" * 50]
+    assert decoder.dropped == 0
+
+
+def test_a_long_line_costs_constant_memory():
+    import tracemalloc
+
+    decoder = SSEDecoder(max_event_chars=1 << 20)
+    chunk = b"x" * 65536
+    tracemalloc.start()
+    try:
+        decoder.feed(b": ")
+        for _ in range(50 * 16):  # a 50 MB comment line
+            decoder.feed(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert decoder.feed(b"\n\ndata: ok\n\n") == [ServerSentEvent(data="ok")]
+    assert peak < 8 << 20, f"{peak / 1e6:.0f} MB buffered for a line that is discarded"

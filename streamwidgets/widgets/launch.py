@@ -45,6 +45,7 @@ def show(
     offline: Optional[bool] = None,
     record: Union[str, os.PathLike[str], None] = None,
     log: Union[str, os.PathLike[str], None] = None,
+    deadline: Optional[float] = None,
     max_fps: float = 20.0,
     display: bool = True,
     out: Optional[TextIO] = None,
@@ -55,7 +56,9 @@ def show(
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
     body). `record=` saves the raw stream for `show_replay()`; `log=` appends the question and
-    answer to a class log (`classlog.log_to`) when it ends. `max_fps` caps the view's redraws.
+    answer to a class log (`classlog.log_to`) when it ends. `deadline=` ends an answer not
+    finished within that many seconds (incomplete, the text so far kept; default None: no
+    deadline). `max_fps` caps the view's redraws.
     `display=False` streams into a view that is not displayed: place `handle.view.widget` yourself.
     """
     if isinstance(prompt, StreamRequest):
@@ -70,6 +73,7 @@ def show(
             api_key=api_key,
             system=system,
             offline=offline,
+            deadline=deadline,
             **params,
         )
 
