@@ -1,8 +1,10 @@
-"""Cancel latency of the client: from `task.cancel()` to the embedded provider seeing the disconnect.
+"""Cancel latency of the client: from `task.cancel()` to the server seeing the disconnect.
 
-Both sides live in this process (the provider in its own thread, with its own event loop), so
-one monotonic clock times them. Each run streams from the embedded provider over loopback,
-cancels once some text has arrived, and reads the provider's record of the disconnect.
+Each run streams over loopback, cancels once some text has arrived (so reads are paced by then,
+see `streamwidgets/_reads.py`), and reads the server's record of the disconnect; one monotonic
+clock times both sides. The embedded provider lives in this process (its own thread and event
+loop) and serves all three APIs; `_segment_server.py` runs in its own process and writes each
+event in its own TCP segment, as providers do (chat only).
 
     python benchmarks/bench_cancel.py            # 30 runs for each API and rate
     python benchmarks/bench_cancel.py --runs 10
@@ -13,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+
+from _segment_server import SegmentServer
 
 from streamwidgets.client import make_request, stream_into
 from streamwidgets.server import DemoServer
@@ -43,6 +47,23 @@ async def one(server: DemoServer, api: str, rate: float) -> float:
     return (record.closed_at_mono - cancelled) * 1000  # loop.time() is time.monotonic() on asyncio
 
 
+async def one_segmented(server: SegmentServer, rate: float) -> float:
+    request = make_request("A long answer, please.", base_url=server.url("long", 100_000, rate), model="bench")
+    state = StreamState()
+    last = max((r["id"] for r in await asyncio.to_thread(server.records)), default=0)
+    task = asyncio.get_running_loop().create_task(stream_into(request, state))
+    while state.text_length < 40:
+        await asyncio.sleep(0.002)
+    await asyncio.sleep(0.05)
+    cancelled = asyncio.get_running_loop().time()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    record = await asyncio.to_thread(server.wait_for_disconnect, last)
+    assert record is not None and record["outcome"] == "client_disconnected", record
+    assert state.status == "cancelled"
+    return (record["closed"] - cancelled) * 1000
+
+
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
@@ -54,11 +75,21 @@ async def main(runs: int) -> None:
         print("| API | tokens/s | median ms | p95 ms | max ms |")
         print("|---|---:|---:|---:|---:|")
         for api in ("chat", "responses", "messages"):
-            for rate in (100.0, 1000.0):
+            for rate in (50.0, 1000.0):
                 values = [await one(server, api, rate) for _ in range(runs)]
                 print(
                     f"| {api} | {rate:.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |"
                 )
+    segments = SegmentServer()
+    try:
+        for rate in (50.0, 1000.0):
+            values = [await one_segmented(segments, rate) for _ in range(runs)]
+            print(
+                f"| chat, one event per segment | {rate:.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | "
+                f"{max(values):.1f} |"
+            )
+    finally:
+        segments.close()
 
 
 if __name__ == "__main__":

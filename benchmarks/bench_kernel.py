@@ -1,20 +1,33 @@
-"""The view in a real ipykernel: bytes on the wire, kernel CPU, final-frame latency, Cancel latency.
+"""The view in a real ipykernel: kernel CPU, bytes on the wire, latency, Cancel — on the stream
+real providers send.
 
-A kernel is started with jupyter_client and driven over ZMQ like a frontend; the embedded provider
-runs in this process on 127.0.0.1 (so the kernel's CPU time is the view's and the client's only).
-For each run the kernel streams a long markdown answer (headings, lists, tables, code) and we
-count every widget comm message on iopub (`comm_open` / `comm_msg` / `comm_close`: the JSON of
-its header, parent header, metadata and content, as sent), read the kernel's CPU time before and
-after (`resource.getrusage` in the kernel), and time the last widget message against the moment
-the provider wrote its last byte (both on this machine's monotonic clock).
+A kernel is started with jupyter_client and driven over ZMQ like a frontend. The stream comes
+from `_segment_server.py`, a loopback server in its own process that writes every SSE event in
+its own TCP segment (`TCP_NODELAY`, one `send` per event, chunked, at a steady rate) as
+providers do; the embedded provider (which batches its writes) is measured beside it.
 
-Side by side, in the same kernel and run: streamwidgets' `show()` and the baseline a user would
-write — an `ipywidgets.HTML` set to a full markdown-it render of the whole answer at most every
-50 ms. Then Cancel: a click on the view's Cancel button sent as the frontend sends it, timed to
-the moment the provider saw the client disconnect.
+For each run we count every widget comm message on iopub (`comm_open` / `comm_msg` /
+`comm_close`: the JSON of header, parent header, metadata and content, as sent), read the
+kernel process's CPU (utime + stime from /proc, all its threads) before and after, and time
+against the server's log (one monotonic clock): the last widget message after the server's last
+byte, and the time to first token — the first comm message carrying answer text after the
+server sent the first token. Contenders alternate within each repetition; figures are medians
+over `--runs` repetitions, with the 1-minute load average of those runs beside them.
 
-    python benchmarks/bench_kernel.py            # about 5 minutes
-    python benchmarks/bench_kernel.py --quick    # smaller answers, fewer clicks (a smoke run)
+Rows: the client alone (no view), streamwidgets' `show()`, the baseline a user would write (an
+`ipywidgets.HTML` set to a full markdown-it render of the whole answer at most every 50 ms), and
+the embedded provider; at 100, 1,000 and 5,000 tokens/s; 2,000, 20,083 and 100,000 tokens; and
+20 views streaming at once at 200 tokens/s each. `--compare panel` adds a second kernel on
+Python 3.12 (a separate venv, `benchmarks/panel_venv.sh`) running Panel's `ChatInterface` with
+its documented async-generator streaming on the same stream, next to `show()` and the baseline
+in that same kernel. Panel's kernel side only needs its client comm opened, as its frontend
+would: the benchmark opens it by hand.
+
+    python benchmarks/bench_kernel.py                   # 45 minutes on a busy 2-core machine (the HTML
+                                                        # baseline falls minutes behind at 20k tokens)
+    python benchmarks/bench_kernel.py --quick           # a few minutes
+    python benchmarks/bench_kernel.py --quick --compare panel
+    python benchmarks/bench_kernel.py --text math       # the answer dense with $..$ / $$..$$ math
 """
 
 from __future__ import annotations
@@ -23,11 +36,15 @@ import argparse
 import json
 import os
 import queue
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -37,21 +54,24 @@ from jupyter_client.manager import KernelManager
 
 from streamwidgets.server import DemoServer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _segment_server import SegmentServer
+
+HERE = Path(__file__).resolve().parent
 WIRE_PARTS = ("header", "parent_header", "metadata", "content")
 COMM_TYPES = ("comm_open", "comm_msg", "comm_close")
+MARKER = "Here"  # the segment server's answers begin with it: the first token is spotted by it
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PARTS = ("head", "rates", "sizes", "many", "ttft", "cancel")
 
 KERNEL_SETUP = """
-import asyncio, resource, time
+import asyncio, time
 import ipywidgets
 from IPython.display import display
 from markdown_it import MarkdownIt
 import streamwidgets.widgets as sw
 from streamwidgets.client import make_request, stream_into
 from streamwidgets.state import StreamState
-
-def cpu():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 async def baseline(request, every=0.05):
     '''What a user would write: one HTML widget, the whole answer re-rendered at most every 50 ms.'''
@@ -70,6 +90,43 @@ async def baseline(request, every=0.05):
     await stream_into(request, state, notify=notify)
     out.value = md.render(state.text)
     return state
+
+def widget_ids(widget):
+    return [widget.model_id] + [i for child in getattr(widget, "children", ()) for i in widget_ids(child)]
+
+class Final:
+    def __init__(self, text, status="complete"):
+        self.status, self.text = status, str(text)
+"""
+
+PANEL_SETUP = """
+import json as _json
+import httpx
+import panel as pn
+pn.extension()
+
+def panel_chat(url):
+    '''Panel's documented streaming: an async generator callback that yields the message so far.'''
+    done = asyncio.Event()
+
+    async def callback(contents, user, instance):
+        message = ""
+        try:
+            async with httpx.AsyncClient(timeout=None) as client:
+                body = {"model": "bench", "messages": [{"role": "user", "content": contents}], "stream": True}
+                async with client.stream("POST", url + "/chat/completions", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("data: {"):
+                            choices = _json.loads(line[6:])["choices"]
+                            if choices and choices[0]["delta"].get("content"):
+                                message += choices[0]["delta"]["content"]
+                                yield message
+        finally:
+            done.set()
+
+    chat = pn.chat.ChatInterface(callback=callback, callback_exception="verbose")
+    display(chat)
+    return chat, done
 """
 
 
@@ -79,6 +136,15 @@ class Kernel:
     client: Any
     log: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
+    @property
+    def pid(self) -> int:
+        return int(self.manager.provisioner.pid)  # type: ignore[union-attr]
+
+    def cpu(self) -> float:
+        """utime + stime of the kernel process, all threads (seconds)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
     def pump(self, timeout: float) -> Optional[dict[str, Any]]:
         try:
             msg = self.client.get_iopub_msg(timeout=timeout)
@@ -87,12 +153,13 @@ class Kernel:
         self.log.append((time.monotonic(), msg))
         return msg
 
-    def drain(self, quiet: float = 0.3) -> None:
-        while self.pump(quiet) is not None:
+    def drain(self, quiet: float = 0.3, limit: float = 600.0) -> None:
+        deadline = time.monotonic() + limit
+        while self.pump(quiet) is not None and time.monotonic() < deadline:
             pass
 
-    def execute(self, code: str, timeout: float = 600.0) -> str:
-        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=False)
+    def execute(self, code: str, timeout: float = 1200.0) -> str:
+        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=True)  # as JupyterLab sends it
         deadline = time.monotonic() + timeout
         stdout, idle, reply = [], False, None
         while not (idle and reply) and time.monotonic() < deadline:
@@ -113,7 +180,7 @@ class Kernel:
             raise RuntimeError("\n".join((reply or {}).get("content", {}).get("traceback", ["timeout"])))
         return "".join(stdout)
 
-    def value(self, expression: str, timeout: float = 600.0) -> Any:
+    def value(self, expression: str, timeout: float = 900.0) -> Any:
         return json.loads(self.execute(f"import json as _j; print(_j.dumps({expression}))", timeout).splitlines()[-1])
 
     def click(self, comm_id: str) -> float:
@@ -121,16 +188,25 @@ class Kernel:
         self.client.shell_channel.send(self.client.session.msg("comm_msg", content))
         return time.monotonic()
 
+    def open_comm(self, target: str) -> None:
+        """Open a comm from the 'frontend' side, as Panel's JavaScript does for its client comm."""
+        content = {"comm_id": uuid.uuid4().hex, "target_name": target, "data": {}}
+        self.client.shell_channel.send(self.client.session.msg("comm_open", content))
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
 
 def wire_size(msg: dict[str, Any]) -> int:
     size = sum(len(json.dumps(msg[part], default=str, separators=(",", ":"))) for part in WIRE_PARTS)
     return size + sum(len(b) for b in msg.get("buffers", []))
 
 
-def start_kernel(home: Path) -> Kernel:
+def start_kernel(home: Path, python: str = sys.executable, setup: str = KERNEL_SETUP) -> Kernel:
     spec = home / "kernels" / "sw-bench"
     spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "bench", "language": "python"}))
     manager = KernelManager(
         kernel_name="sw-bench", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(home / "kernels")])
@@ -147,157 +223,370 @@ def start_kernel(home: Path) -> Kernel:
     client.start_channels()
     client.wait_for_ready(timeout=120)
     kernel = Kernel(manager, client)
-    kernel.execute(KERNEL_SETUP)
+    kernel.execute(setup)
     return kernel
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class Case:
+    view: str  # none | show | baseline | panel
+    source: str  # segments | embedded
+    tokens: int
+    rate: float
+    streams: int = 1
+    text: str = "long"
+    kernel: str = "main"  # main | panel
+    #: False: every network read at once, as before `streamwidgets/_reads.py` (for a before/after)
+    paced: bool = True
+
+    @property
+    def label(self) -> str:
+        names = {
+            "none": "client alone (no view)",
+            "show": "streamwidgets show()",
+            "baseline": "baseline: HTML + full render / 50 ms",
+            "panel": "Panel 1.10 ChatInterface",
+        }
+        where = " — embedded provider" if self.source == "embedded" else ""
+        before = "" if self.paced else " — unpaced reads (before)"
+        return names[self.view] + where + before + (" (Python 3.12 kernel)" if self.kernel == "panel" else "")
 
 
 @dataclass
 class Run:
-    name: str
-    tokens: int
+    case: Case
     markdown_bytes: int
     messages: int
     wire_bytes: int
     cpu: float
     duration: float
     final_lag: float
+    ttft: Optional[float]
+    peak: int
+    load: float
+    views_updated: int = 1
 
     @property
     def ratio(self) -> float:
-        return self.wire_bytes / self.markdown_bytes
-
-    @property
-    def lag(self) -> str:
-        return f"{self.final_lag * 1000:.0f}" if self.messages else "–"
+        return self.wire_bytes / self.markdown_bytes if self.markdown_bytes else 0.0
 
 
-def stream_run(kernel: Kernel, server: DemoServer, name: str, tokens: int, rate: float, code: str) -> Run:
-    """Run `code` (which defines `h`, awaited to a StreamState by `final`) and measure it."""
-    kernel.drain(0.2)
-    last_record = max((c.id for c in server.connections), default=0)
-    cpu_before = kernel.value("cpu()")
+def request_code(case: Case, servers: dict[str, Any]) -> str:
+    if case.source == "segments":
+        return f"make_request('Write it', model='bench', base_url={servers['segments'].url(case.text, case.tokens, case.rate)!r})"
+    demo = {"tokens": case.tokens, "tokens_per_second": case.rate, "first_token_delay": 0}
+    return f"make_request('Write it', model='demo-long', base_url={servers['embedded'].base_url!r}, demo={demo!r})"
+
+
+def stream_code(case: Case, request: str) -> str:
+    one = {
+        "none": f"stream_into({request}, StreamState())",
+        "show": f"sw.show({request})",
+        "baseline": f"baseline({request})",
+    }[case.view]
+    return f"""
+import streamwidgets._reads as _reads
+_reads.WARM_UP = {8 if case.paced else 10**9}
+_streams = [{one} for _ in range({case.streams})]
+finals = await asyncio.gather(*_streams)
+final = finals[0]
+"""
+
+
+def panel_run(kernel: Kernel, case: Case, servers: dict[str, Any]) -> None:
+    url = servers["segments"].url(case.text, case.tokens, case.rate)
     since = time.monotonic()
-    demo = {"tokens": tokens, "tokens_per_second": rate, "first_token_delay": 0}
-    kernel.execute(code.format(demo=demo, base=server.base_url))
-    result = kernel.value("[final.status, len(final.text.encode()), cpu()]")
+    kernel.execute(f"chat, done = panel_chat({url!r})")
+    html = "".join(
+        json.dumps(m["content"].get("data", {}))
+        for t, m in kernel.log
+        if t >= since and m["msg_type"] in ("display_data", "execute_result")
+    )
+    client_comm = re.search(r'client_comm_id\\*"\s*:\s*\\*"([0-9a-f]+)', html)
+    assert client_comm, "Panel's display did not name its client comm"
+    kernel.open_comm(client_comm.group(1))
     kernel.drain(0.5)
-    record = next(c for c in server.connections if c.id > last_record)
-    assert result[0] == "complete", result
-    comm = [(t, m) for t, m in kernel.log if t >= since and m["msg_type"] in COMM_TYPES]
-    last_update = max((t for t, _ in comm), default=record.closed_at_mono or since)
-    return Run(
-        name=name,
-        tokens=tokens,
-        markdown_bytes=result[1],
-        messages=len(comm),
-        wire_bytes=sum(wire_size(m) for _, m in comm),
-        cpu=result[2] - cpu_before,
-        duration=(record.closed_at_mono or last_update) - record.opened_at_mono,
-        final_lag=last_update - (record.closed_at_mono or last_update),
+    kernel.execute(
+        """
+chat.send("Write it", respond=True)
+try:
+    await asyncio.wait_for(done.wait(), 900)
+    final = Final(chat.objects[-1].object)
+except asyncio.TimeoutError:  # Panel stopped iterating the callback: report it, keep the figures
+    final = Final(chat.objects[-1].object, "did not finish in 15 min")
+finals = [final]
+"""
     )
 
 
-SHOW = """
-h = sw.show("Write a long tutorial", model="demo-long", base_url={base!r}, demo={demo!r})
-final = await h
-"""
+def stream_run(kernel: Kernel, case: Case, servers: dict[str, Any]) -> Run:
+    kernel.drain(0.2)
+    source = servers[case.source]
+    last_record = max((r["id"] for r in source.records()), default=0) if case.source == "segments" else None
+    last_conn = max((c.id for c in source.connections), default=0) if case.source == "embedded" else None
+    since = time.monotonic()
+    cpu_before = kernel.cpu()
+    if case.view == "panel":
+        panel_run(kernel, case, servers)
+    else:
+        kernel.execute(stream_code(case, request_code(case, servers)))
+    kernel.drain(1.0 if case.view == "panel" else 0.3)  # the view's final frames, as they come
+    cpu = kernel.cpu() - cpu_before
+    load = os.getloadavg()[0]
+    statuses, markdown_bytes = kernel.value("[[f.status for f in finals], len(final.text.encode())]")
+    assert all(s == "complete" for s in statuses) or case.view == "panel", statuses
+    if case.source == "segments":
+        records = [r for r in source.records() if r["id"] > last_record]
+        opened = min(r["opened"] for r in records)
+        first = min(r["first_token"] for r in records)
+        last_byte = max(r["last_byte"] for r in records)
+    else:
+        conns = [c for c in source.connections if c.id > last_conn]
+        opened = min(c.opened_at_mono for c in conns)
+        first = None
+        last_byte = max(c.closed_at_mono or 0 for c in conns)
+    comm = [(t, m) for t, m in kernel.log if t >= since and m["msg_type"] in COMM_TYPES]
+    ttft = None
+    if first is not None and case.view != "none":
+        ttft = next((t - first for t, m in comm if t >= first and MARKER in json.dumps(m["content"].get("data"))), None)
+    times = sorted(t for t, _ in comm)
+    peak, start = 0, 0
+    for end, t in enumerate(times):
+        while times[start] <= t - 1.0:
+            start += 1
+        peak = max(peak, end - start + 1)
+    last_update = times[-1] if times else last_byte
+    updated = 1
+    if case.streams > 1:  # every view got frames while its stream was flowing, not just its last
+        per_view = kernel.value("[widget_ids(h.view.widget) for h in _streams]")
+        during = [m["content"].get("comm_id") for t, m in comm if t < last_byte and m["msg_type"] == "comm_msg"]
+        updated = sum(1 for ids in per_view if sum(during.count(i) for i in ids) >= 3)
+    return Run(
+        case=case,
+        markdown_bytes=markdown_bytes,
+        messages=len(comm),
+        wire_bytes=sum(wire_size(m) for _, m in comm),
+        cpu=cpu,
+        duration=last_byte - opened,
+        final_lag=last_update - last_byte,
+        ttft=ttft,
+        peak=peak,
+        load=load,
+        views_updated=updated,
+    )
 
-BASELINE = """
-final = await baseline(make_request("Write a long tutorial", model="demo-long", base_url={base!r}, demo={demo!r}))
-"""
 
-NO_VIEW = """
-final = await stream_into(make_request("Write a long tutorial", model="demo-long", base_url={base!r}, demo={demo!r}),
-                          StreamState())
-"""
+# --------------------------------------------------------------------------- Cancel
 
 
-def cancel_latencies(kernel: Kernel, server: DemoServer, rate: float, clicks: int) -> list[float]:
+def cancel_latencies(kernel: Kernel, server: SegmentServer, rate: float, clicks: int) -> list[float]:
     values = []
     for _ in range(clicks):
-        last = max((c.id for c in server.connections), default=0)
-        kernel.execute(
-            f'c = sw.show("Write a long tutorial", model="demo-long", base_url={server.base_url!r},'
-            f' demo={{"tokens_per_second": {rate}, "first_token_delay": 0}})'
-        )
+        last = max((r["id"] for r in server.records()), default=0)
+        kernel.execute(f"c = sw.show('Write it', model='bench', base_url={server.url('long', 100_000, rate)!r})")
         button = kernel.value("c.view.cancel_button.model_id")
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            record = next((c for c in server.connections if c.id > last), None)
-            if record is not None and record.tokens_sent >= 5:
+            record = next((r for r in server.records() if r["id"] > last), None)
+            if record is not None and record["sent"] >= 10:
                 break
-            kernel.pump(0.01)
+            kernel.pump(0.02)
         kernel.drain(0.05)
         clicked = kernel.click(button)
-        record = server.wait_for_disconnect(5.0, after=last)
-        assert record is not None and record.closed_at_mono is not None, "no disconnect seen"
-        values.append((record.closed_at_mono - clicked) * 1000)
+        record = server.wait_for_disconnect(after=last)
+        assert record is not None and record["outcome"] == "client_disconnected", record
+        values.append((record["closed"] - clicked) * 1000)
         assert kernel.value("(await c).status") == "cancelled"
     return values
 
 
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20, method="inclusive")[18]
+def p95(values: Sequence[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[18] if len(values) > 1 else values[0]
 
 
-def main(quick: bool) -> None:
-    # 20,000 tokens is the size the targets name; the demo's tokens average 3.8 characters, so
-    # 36,500 tokens make the 132 KB answer they also name. Both are measured.
-    sizes = (2_000, 8_000, 20_000) if quick else (2_000, 20_000, 36_500, 100_000)
-    main_size = sizes[1]
-    clicks = 5 if quick else 20
+# --------------------------------------------------------------------------- the report
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def row(runs: list[Run]) -> str:
+    case = runs[0].case
+    ttfts = [r.ttft * 1000 for r in runs if r.ttft is not None]
+    cpu = median([r.cpu for r in runs])
+    cells = [
+        case.label,
+        f"{case.tokens:,}",
+        f"{case.rate:,.0f}",
+        f"{median([r.markdown_bytes for r in runs]) / 1000:,.0f}",
+        f"{median([r.messages for r in runs]):,.0f}",
+        f"{median([r.ratio for r in runs]):.2f}x",
+        f"**{cpu:.2f}**",
+        f"{cpu / (case.tokens * case.streams) * 1e6:.0f}",
+        f"{median([r.final_lag for r in runs]) * 1000:,.0f}" if case.view != "none" else "–",
+        f"{median(ttfts):.1f}" if ttfts else "–",
+        f"{median([r.duration for r in runs]):.1f}",
+        f"{median([r.load for r in runs]):.2f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+HEADER = (
+    "| contender | tokens | tokens/s | markdown KB | widget messages | bytes / markdown | kernel CPU s | "
+    "µs / token | last update after last byte, ms | first token ms | stream s | load avg |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def table(title: str, groups: list[list[Run]]) -> None:
+    print(file=sys.stderr)
+    print(f"\n## {title}\n")
+    print(HEADER)
+    for runs in groups:
+        print(row(runs))
+    sys.stdout.flush()
+
+
+def repeat(
+    cases: list[Case], kernels: dict[str, Kernel], servers: dict[str, Any], runs: int, panel_runs: int = 1
+) -> list[list[Run]]:
+    """Every case once per repetition, alternating: side by side in one session. Panel takes
+    minutes per run, so it runs only in the first `panel_runs` repetitions."""
+    results: list[list[Run]] = [[] for _ in cases]
+    for repetition in range(runs):
+        for i, case in enumerate(cases):
+            if case.view == "panel" and repetition >= panel_runs:
+                continue
+            results[i].append(stream_run(kernels[case.kernel], case, servers))
+            print(".", end="", flush=True, file=sys.stderr)
+    return results
+
+
+def panel_python() -> str:
+    out = subprocess.run(["bash", str(HERE / "panel_venv.sh")], check=True, capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def report_head(head_runs: list[list[Run]], main_tokens: int) -> None:
+    table(f"{main_tokens:,} tokens at 1,000 tokens/s, one SSE event per TCP segment", head_runs)
+    key = {(g[0].case.view, g[0].case.kernel): g for g in head_runs if g[0].case.source == "segments"}
+    for kernel in ("main", "panel"):
+        if ("show", kernel) not in key:
+            continue
+        show = key[("show", kernel)]
+        for other in ("baseline", "panel"):
+            if (other, kernel) in key:
+                runs = key[(other, kernel)]
+                print(
+                    f"\n{runs[0].case.label} against show() in the same kernel: "
+                    f"{median([r.cpu for r in runs]) / median([r.cpu for r in show]):.1f}x the kernel CPU, "
+                    f"{median([r.wire_bytes for r in runs]) / median([r.wire_bytes for r in show]):.1f}x the widget bytes."
+                )
+
+
+def report_many(many_runs: list[list[Run]]) -> None:
+    print("\n## 20 views at once, 200 tokens/s each\n")
+    for group in many_runs:
+        case = group[0].case
+        cores = [r.cpu / r.duration * 100 for r in group]
+        print(
+            f"{case.streams} views × {case.tokens:,} tokens: kernel CPU {median([r.cpu for r in group]):.2f} s over "
+            f"{median([r.duration for r in group]):.1f} s = **{median(cores):.0f}% of one core**; peak widget "
+            f"messages in any second {max(r.peak for r in group)}; views updated {min(r.views_updated for r in group)}"
+            f"/{case.streams}; load avg {median([r.load for r in group]):.2f}"
+        )
+
+
+def report_ttft(ttft_runs: list[Run]) -> None:
+    values = [r.ttft * 1000 for r in ttft_runs if r.ttft is not None]
+    print(
+        f"\n## Time to first token (server sent it → first comm message with it), {len(values)} streams\n\n"
+        f"median {median(values):.1f} ms, p95 {p95(values):.1f} ms, max {max(values):.1f} ms; "
+        f"load avg {median([r.load for r in ttft_runs]):.2f}"
+    )
+
+
+def report_cancels(cancels: dict[float, list[float]], clicks: int) -> None:
+    print(f"\n## Cancel click → the server sees the disconnect ({clicks} clicks each)\n")
+    print("| tokens/s | median ms | p95 ms | max ms | load avg |")
+    print("|---:|---:|---:|---:|---:|")
+    for rate, latencies in cancels.items():
+        print(
+            f"| {rate:,.0f} | {median(latencies):.1f} | {p95(latencies):.1f} | {max(latencies):.1f} | "
+            f"{os.getloadavg()[0]:.2f} |"
+        )
+
+
+def main(args: argparse.Namespace) -> None:
+    quick, text, runs = args.quick, args.text, args.runs or (1 if args.quick else 3)
+    parts = set(args.parts.split(","))
+    main_tokens = 5_000 if quick else 20_083
     started = time.monotonic()
-    with DemoServer() as server, tempfile.TemporaryDirectory() as home:
-        kernel = start_kernel(Path(home))
+    segments = SegmentServer()
+    print(f"{runs} run(s) each, medians; text: {text}; kernel CPU = utime+stime of the kernel process from /proc")
+    with DemoServer() as embedded, tempfile.TemporaryDirectory() as home:
+        servers: dict[str, Any] = {"segments": segments, "embedded": embedded}
+        kernels = {"main": start_kernel(Path(home) / "main")}
         try:
-            runs = [stream_run(kernel, server, "streamwidgets show()", main_size, 1000, SHOW)]
-            runs.append(stream_run(kernel, server, "baseline: HTML + full render / 50 ms", main_size, 1000, BASELINE))
-            runs.append(stream_run(kernel, server, "no view (the client alone, for scale)", main_size, 1000, NO_VIEW))
-            flat = [stream_run(kernel, server, "streamwidgets show()", n, 1000, SHOW) for n in sizes if n != main_size]
-            cancels = {rate: cancel_latencies(kernel, server, rate, clicks) for rate in (100.0, 1000.0)}
+            if args.compare == "panel":
+                kernels["panel"] = start_kernel(Path(home) / "panel", panel_python(), KERNEL_SETUP + PANEL_SETUP)
+            if "head" in parts:  # the acceptance case: 20,083 tokens at 1,000 tokens/s, an event per segment
+                head = [
+                    Case("none", "segments", main_tokens, 1000, text=text),
+                    Case("show", "segments", main_tokens, 1000, text=text),
+                    Case("none", "segments", main_tokens, 1000, text=text, paced=False),
+                    Case("show", "segments", main_tokens, 1000, text=text, paced=False),
+                    Case("baseline", "segments", main_tokens, 1000, text=text),
+                    Case("none", "embedded", main_tokens, 1000),
+                    Case("show", "embedded", main_tokens, 1000),
+                ]
+                if "panel" in kernels:
+                    head += [
+                        Case(view, "segments", main_tokens, 1000, text=text, kernel="panel")
+                        for view in ("panel", "show", "baseline")
+                    ]
+                report_head(repeat(head, kernels, servers, runs, args.panel_runs), main_tokens)
+            if "rates" in parts:
+                rates = [
+                    Case(view, "segments", tokens, rate, text=text)
+                    for rate, tokens in ((100, 500 if quick else 2_000), (5000, main_tokens))
+                    for view in ("none", "show")
+                ]
+                table("Rates (one event per segment)", repeat(rates, kernels, servers, runs))
+            if "sizes" in parts:
+                sizes = [
+                    Case(view, "segments", tokens, 1000 if not quick else 5000, text=text)
+                    for tokens in ((2_000, 20_083) if quick else (2_000, 100_000))
+                    for view in ("none", "show")
+                ]
+                table("Sizes: flat per token?", repeat(sizes, kernels, servers, runs))
+            if "many" in parts:
+                many = [Case("show", "segments", 400 if quick else 2_000, 200, streams=20, text=text)]
+                report_many(repeat(many, kernels, servers, runs))
+            if "ttft" in parts:
+                ttft_case = Case("show", "segments", 300, 1000, text=text)
+                report_ttft(repeat([ttft_case], kernels, servers, 5 if quick else 15)[0])
+            if "cancel" in parts:
+                clicks = 5 if quick else 20
+                cancels = {rate: cancel_latencies(kernels["main"], segments, rate, clicks) for rate in (50.0, 1000.0)}
+                report_cancels(cancels, clicks)
         finally:
-            kernel.client.stop_channels()
-            kernel.manager.shutdown_kernel(now=True)
-
-    ours, base, client_only = runs
-    print(
-        f"## A {ours.markdown_bytes / 1000:.0f} KB markdown answer ({main_size:,} tokens) at 1,000 tokens/s, real ipykernel\n"
-    )
-    print(
-        "| view | widget messages | wire bytes | bytes / markdown | kernel CPU s | stream s | last update after last byte, ms |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for run in runs:
-        print(
-            f"| {run.name} | {run.messages:,} | {run.wire_bytes:,} | {run.ratio:.2f}x | {run.cpu:.2f} | "
-            f"{run.duration:.1f} | {run.lag} |"
-        )
-    print(
-        f"\nstreamwidgets vs baseline: {base.wire_bytes / ours.wire_bytes:.1f}x fewer bytes, "
-        f"{base.cpu / max(ours.cpu, 1e-9):.1f}x less kernel CPU; show() minus the client alone: "
-        f"{ours.cpu - client_only.cpu:+.2f} s of kernel CPU (within the run-to-run noise of a few tenths)\n"
-    )
-    print("## Bytes per markdown byte as the answer grows (streamwidgets, 1,000 tokens/s)\n")
-    print("| tokens | markdown KB | widget messages | wire KB | bytes / markdown | kernel CPU s |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for run in sorted([ours, *flat], key=lambda r: r.tokens):
-        print(
-            f"| {run.tokens:,} | {run.markdown_bytes / 1000:.0f} | {run.messages:,} | {run.wire_bytes / 1000:,.0f} | "
-            f"{run.ratio:.2f}x | {run.cpu:.2f} |"
-        )
-    print(f"\n## Cancel: click on the Cancel button → the provider sees the disconnect ({clicks} clicks each)\n")
-    print("| tokens/s | median ms | p95 ms | max ms |")
-    print("|---:|---:|---:|---:|")
-    for rate, values in cancels.items():
-        print(f"| {rate:,.0f} | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |")
-    print(
-        "\nTargets: bytes ≤ 8x the markdown and flat in size; kernel CPU ≤ 3 s; last update ≤ 1 s after the "
-        "last byte; Cancel p95 ≤ 50 ms."
-    )
-    print(f"Total run: {time.monotonic() - started:.0f} s")
+            for kernel in kernels.values():
+                kernel.stop()
+            segments.close()
+    print(f"\nTotal run: {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="smaller answers and 5 clicks per rate")
-    main(parser.parse_args().quick)
+    parser.add_argument("--quick", action="store_true", help="smaller answers, one run, fewer clicks")
+    parser.add_argument("--runs", type=int, default=0, help="repetitions (default 3, 1 with --quick)")
+    parser.add_argument("--text", choices=("long", "math"), default="long", help="the answer's markdown")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which tables (default all: {','.join(PARTS)})")
+    parser.add_argument("--compare", choices=("panel",), help="add Panel 1.10 in a Python 3.12 kernel")
+    parser.add_argument("--panel-runs", type=int, default=1, help="repetitions for Panel (minutes each; default 1)")
+    main(parser.parse_args())

@@ -20,7 +20,7 @@ import anyio
 
 from .client import make_request, stream_into
 from .providers import PROVIDERS
-from .recording import is_recording, replay_into
+from .recording import is_recording, recording_meta, replay_into
 from .state import StreamState
 from .terminal import TerminalPrinter
 
@@ -66,6 +66,8 @@ def _check_replayable(path: str) -> None:
 
 async def _replay(args: argparse.Namespace) -> int:
     _check_replayable(args.file)
+    when = recording_meta(args.file).get("recorded_at")
+    print(f"(Replay of a recording{f' made {when}' if when else ''}.)", file=sys.stderr)
     state = StreamState()
     printer = TerminalPrinter(state, sys.stdout)
     await replay_into(args.file, state, speed=args.speed, notify=printer.notify)

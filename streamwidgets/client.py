@@ -9,6 +9,7 @@ the state, with the partial answer kept. Every other entry point is a thin wrapp
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import os
@@ -25,6 +26,7 @@ import anyio
 import httpx
 
 from ._decode import ACCEPT_ENCODING, UndecodableBody, decoded
+from ._reads import gulps
 from .dialects import WHOLE_BODY_LIMIT, Dialect, Normalizer, dialect_class
 from .dialects._request import TOKEN_LIMIT_NAMES
 from .errors import HTTPStatusError, IncompleteStreamError, StreamError, error_from_http, summarize_body
@@ -332,6 +334,9 @@ async def stream_into(
     """
     state.model = state.model or request.model
     state.provider = state.provider or request.provider.name
+    state.source = state.source or (
+        "offline demo" if request.offline_note or request.provider.name == "demo" else "live"
+    )
     if request.prefix and not state.text_length:
         state.apply(TextDelta(request.prefix))
     feed = Feed(state, Normalizer(request.api, request.provider), notify=notify, limits=request.limits)
@@ -365,8 +370,15 @@ async def _client(client: Optional[httpx.AsyncClient], request: StreamRequest) -
     timeout = httpx.Timeout(connect=_CONNECT_TIMEOUT, read=request.stall_timeout, write=30.0, pool=30.0)
     # Loopback never goes through a proxy, whatever HTTP_PROXY / ALL_PROXY say (university networks
     # set them): the embedded demo would break, and a local server's key would travel to the proxy.
-    async with httpx.AsyncClient(timeout=timeout, trust_env=not _is_loopback(request.base_url)) as http:
+    trust_env = not _is_loopback(request.base_url)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=trust_env, verify=_tls(trust_env)) as http:
         yield http
+
+
+@functools.lru_cache(maxsize=2)
+def _tls(trust_env: bool) -> ssl.SSLContext:
+    """The TLS context, made once: httpx loads every CA certificate for each new client (~30 ms of CPU)."""
+    return httpx.create_ssl_context(trust_env=trust_env)
 
 
 def _is_loopback(base_url: str) -> bool:
@@ -401,7 +413,7 @@ async def _response_items(
                 body, _ = await _read_limited(response, request, WHOLE_BODY_LIMIT)
                 yield _not_a_stream(normalizer, request.redact_bytes(body), content_type)
                 return
-            chunks = response.aiter_raw()
+            chunks = gulps(response)
             async for chunk in decoded(chunks, response.headers.get("content-encoding")):
                 if recorder is not None:
                     recorder.chunk(chunk)
@@ -410,12 +422,15 @@ async def _response_items(
         raise StreamBroke(f"the body could not be read: {exc}.") from None
     except httpx.TimeoutException as exc:
         if isinstance(exc, httpx.ConnectTimeout):
-            yield [
-                ErrorEvent(f"Could not connect to {_where(request)} within {_CONNECT_TIMEOUT:g} s.", "connect_timeout")
-            ]
+            message = (
+                f"{_where(request)} did not answer within {_CONNECT_TIMEOUT:g} s: the server may be down, or a "
+                f"firewall or proxy drops the connection. Check the base_url, or {_OFFLINE_FIX}."
+            )
+            yield [ErrorEvent(message, "connect_timeout")]
             return
         raise StreamBroke(
-            f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled)."
+            f"no data arrived for {request.stall_timeout:g} s, so streamwidgets stopped waiting (the stream stalled). "
+            "The provider may be overloaded: Continue asks for the rest, and a larger `stall_timeout=` waits longer."
         ) from None
     except httpx.ConnectError as exc:
         yield [ErrorEvent(request.redact(connect_failure(request, exc)), "connect_error")]
@@ -475,8 +490,28 @@ def connect_failure(request: StreamRequest, exc: BaseException) -> str:
             return f"Nothing answers on {where} — is {server} running? ({_OFFLINE_FIX}.)"
         return f"Nothing answers on {where}: check the base_url and that the server is running."
     if any(isinstance(c, ssl.SSLError) for c in causes) or "certificate" in text.lower():
-        return f"A secure (TLS) connection to {url.host} failed: {text}. A proxy or a clock far off can cause it."
+        return f"A secure (TLS) connection to {url.host} failed: {_tls_words(text, url)}"
     return f"Could not connect to {_where(request)}: {text}."
+
+
+def _tls_words(text: str, url: httpx.URL) -> str:
+    """What a TLS failure means and what fixes it; the library's own words come last."""
+    lowered = text.lower()
+    if "wrong version number" in lowered or "record layer failure" in lowered or "http request" in lowered:
+        why = "the server does not speak TLS. If it serves plain HTTP, use http:// in the base_url."
+    elif "self-signed" in lowered or "unable to get local issuer" in lowered or "unknown ca" in lowered:
+        why = (
+            "its certificate is not signed by an authority this machine trusts (a self-signed certificate, or a "
+            "network that inspects TLS). Point SSL_CERT_FILE at the certificate you trust, or serve plain http:// "
+            "on 127.0.0.1 for a server of your own."
+        )
+    elif "expired" in lowered or "not yet valid" in lowered:
+        why = "its certificate has expired or is not valid yet: check this machine's clock, then the server's certificate."
+    elif "hostname mismatch" in lowered or "doesn't match" in lowered or "not valid for" in lowered:
+        why = f"its certificate is for another name than {url.host}: check the host in the base_url."
+    else:
+        why = "check the base_url; a proxy that inspects TLS, or a clock far off, can also cause this."
+    return f"{why} ({text})"
 
 
 _NO_NAME = r"name or service not known|nodename nor servname|getaddrinfo failed|temporary failure in name resolution"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional
 from urllib.parse import urlsplit
 
-__all__ = ["STATUS_WORDS", "count", "seconds", "rate", "cost", "domain", "shorten"]
+__all__ = ["STATUS_WORDS", "origin", "count", "seconds", "rate", "cost", "domain", "shorten"]
 
 #: What the header, the terminal and the static answer call each phase.
 STATUS_WORDS = {
@@ -20,6 +20,18 @@ STATUS_WORDS = {
     "error": "error",
     "incomplete": "incomplete",
 }
+
+
+def origin(source: Optional[str], provider: Optional[str]) -> Optional[str]:
+    """Where an answer came from, in words, when it was not a live provider (`StreamState.source`):
+    "offline demo standing in for openai", "replay of a recording", "openai SDK stream"."""
+    if source == "offline demo":
+        return f"offline demo standing in for {provider}" if provider and provider != "demo" else "offline demo"
+    if source == "replay":
+        return "replay of a recording"
+    if source == "sdk":
+        return f"{provider} SDK stream" if provider else "SDK stream"
+    return None
 
 
 def count(n: int) -> str:

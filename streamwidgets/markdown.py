@@ -35,6 +35,9 @@ from pygments.token import Token as PygmentsToken
 from pygments.token import _TokenType
 from pygments.util import ClassNotFound
 
+from .heal import heal_blocks, heal_inline_rule
+from .mathml import math_plugin
+
 __all__ = [
     "render_markdown",
     "escape_html",
@@ -348,9 +351,12 @@ def _new_parser() -> MarkdownIt:
     )
     md.enable(["table", "strikethrough"])
     md.use(tasklists_plugin)
+    md.use(math_plugin)
     md.add_render_rule("link_open", _render_link_open)
     md.add_render_rule("image", _render_image)
     md.core.ruler.before("text_join", "sw_citations", _link_citations)
+    md.core.ruler.after("inline", "sw_heal", heal_inline_rule)
+    md.add_render_rule("sw_hidden", lambda *_args: "")
     return md
 
 
@@ -498,8 +504,10 @@ class IncrementalMarkdown:
     text was chunked; whenever `exact` is True the join equals `render_markdown(text_so_far)`.
     """
 
-    def __init__(self, citations: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, citations: Optional[Sequence[str]] = None, *, heal: bool = False) -> None:
         self._md = _new_parser()
+        self._heal = heal
+        self._cut_off = False
         rule_names = self._md.core.ruler.get_active_rules()
         self._after_block = self._md.core.ruler.getRules("")[rule_names.index("block") + 1 :]
         self._citations = _citation_targets(citations)
@@ -539,10 +547,12 @@ class IncrementalMarkdown:
     def exact(self) -> bool:
         """True when the segments join to exactly `render_markdown(self.text)`.
 
-        False while chunks of an open code fence are showing, or while a link reference
-        definition is being typed on the last line (it takes effect once its line is complete).
+        False while chunks of an open code fence are showing, while a link reference
+        definition is being typed on the last line (it takes effect once its line is complete),
+        and, with `heal`, while the healed tail is showing.
         """
-        return self._fence is None and not self._typing_definition
+        healing = self._heal and (not self._finished or self._cut_off)
+        return self._fence is None and not self._typing_definition and not healing
 
     @property
     def finished(self) -> bool:
@@ -552,9 +562,15 @@ class IncrementalMarkdown:
         """Render the text so far (the previous text plus what was appended)."""
         return self._advance(text, final=False)
 
-    def finish(self, text: str) -> Patch:
-        """Render the final text: every block is committed and exact."""
-        return self._advance(text, final=True)
+    def finish(self, text: str, cut_off: bool = False) -> Patch:
+        """Render the final text: every block is committed and exact.
+
+        With `heal` and `cut_off` (the answer stopped short), the last block keeps its healed
+        form: a marker left dangling by the cut is not shown.
+        """
+        again = self._finished and cut_off != self._cut_off  # the same text, rendered the other way
+        self._cut_off = cut_off
+        return self._advance(text, final=True, again=again)
 
     def set_citations(self, urls: Optional[Sequence[str]]) -> Patch:
         """Change the sources `[n]` markers link to; re-renders from the first affected block."""
@@ -580,10 +596,10 @@ class IncrementalMarkdown:
 
     # -- the update cycle ---------------------------------------------------------------------
 
-    def _advance(self, text: str, final: bool) -> Patch:
-        if text == self._raw and (self._finished or not final):
+    def _advance(self, text: str, final: bool, again: bool = False) -> Patch:
+        if text == self._raw and (self._finished or not final) and not again:
             return Patch(len(self._segments), ())
-        if self._finished or not text.startswith(self._raw):
+        if again or self._finished or not text.startswith(self._raw):
             self._clear()
             self._append(text)
             self._process(final)
@@ -665,6 +681,9 @@ class IncrementalMarkdown:
         definitions = [ref["map"] for label, ref in env["references"].items() if label not in self._refs]
         definitions += [ref["map"] for ref in env.get("duplicate_refs", ())]
         count = len(groups) if final else self._count_final(groups, state, complete, definitions)
+        healing = self._heal and (not final or self._cut_off)
+        if final and healing and groups and groups[-1].tokens[0].type != "fence":
+            count -= 1  # the cut-off last block is rendered healed, as the tail
         base = self._boundary
         for group in groups[:count]:
             html_text, lookups = self._render(group.tokens, refs)
@@ -681,7 +700,8 @@ class IncrementalMarkdown:
         rest = groups[count:]
 
         if (
-            len(rest) == 1
+            not final
+            and len(rest) == 1
             and rest[0].tokens[0].type == "fence"
             and rest[0].begin < complete  # the opening line is complete, so it is fixed
         ):
@@ -693,7 +713,7 @@ class IncrementalMarkdown:
             )
             self._extend_fence()
             return first
-        self._tail = self._render([t for group in rest for t in group.tokens], refs)[0]
+        self._tail = self._render([t for group in rest for t in group.tokens], refs, src if healing else None)[0]
         return first
 
     def _count_final(
@@ -769,10 +789,17 @@ class IncrementalMarkdown:
         rendered: str = self._md.renderer.render(tokens[:1], self._md.options, {})
         return f'<pre class="{CODE_CHUNK_CLASS}">' + rendered[len("<pre>") :]
 
-    def _render(self, tokens: list[Token], refs: dict[str, dict[str, Any]]) -> tuple[str, frozenset[str]]:
-        """Run the core rules after `block` on some top-level blocks, then render them."""
+    def _render(
+        self, tokens: list[Token], refs: dict[str, dict[str, Any]], heal: Optional[str] = None
+    ) -> tuple[str, frozenset[str]]:
+        """Run the core rules after `block` on some top-level blocks, then render them.
+
+        With `heal` (the source the tokens were parsed from), the last block is healed for display.
+        """
         recorder = _LookupRecorder(refs)
         env: dict[str, Any] = {"references": recorder, "citations": self._citations}
+        if heal is not None and tokens:
+            heal_blocks(tokens, heal, env)
         state = StateCore("", self._md, env, tokens)
         for rule in self._after_block:
             rule(state)

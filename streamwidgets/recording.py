@@ -199,6 +199,7 @@ async def replay_into(
     """Replay a recording (at its original pace times `speed`; `speed=0` for no waiting) or a raw
     SSE body (one event per 1/`tokens_per_second` s) into `state`, as a live stream would arrive."""
     recording, items = _timed_items(source, tokens_per_second)
+    state.source = "replay"
     if recording is not None:
         dialect = dialect or recording.dialect
         provider = provider or recording.provider

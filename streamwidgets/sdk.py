@@ -79,6 +79,7 @@ async def sdk_into(
             else:
                 stream = managers.enter_context(stream)
         state.provider = state.provider or provider or type(stream).__module__.split(".")[0]
+        state.source = "sdk"
         feed.begin()
         return await drain(
             _items(stream),

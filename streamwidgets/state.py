@@ -40,6 +40,7 @@ __all__ = [
     "joined_text",
     "Status",
     "Phase",
+    "Origin",
     "STATUSES",
     "FINAL_STATUSES",
 ]
@@ -48,6 +49,9 @@ __all__ = [
 Status = Literal["waiting", "streaming", "complete", "incomplete", "error", "cancelled"]
 #: What a person would say is happening: a live phase, or how it ended.
 Phase = Literal["waiting", "thinking", "answering", "complete", "incomplete", "error", "cancelled"]
+#: Where an answer came from: a provider over the network, the embedded offline demo (on its own
+#: or standing in for a provider without a key), a recording played back, or an SDK's stream.
+Origin = Literal["live", "offline demo", "replay", "sdk"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
 #: Error codes the client gives what the network did (no provider spoke): said as such.
@@ -204,6 +208,8 @@ class StreamState:
 
     model: Optional[str] = None
     provider: Optional[str] = None
+    #: Where the answer came from (`Origin`), set by whoever feeds the state; None when unknown.
+    source: Optional[Origin] = None
     response_id: Optional[str] = None
     sources: list[Source] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -236,7 +242,6 @@ class StreamState:
         self._refusal: list[str] = []
         self._text_len = 0
         self._reasoning_len = 0
-        self._refusal_len = 0
         self._source_urls: set[str] = set()
         self._tool_keys: dict[ToolCallKey, ToolCall] = {}
         #: Output characters when the latest usage arrived (is the reported count still current?).
@@ -272,7 +277,6 @@ class StreamState:
     @refusal.setter
     def refusal(self, value: Optional[str]) -> None:
         self._refusal = [value] if value else []
-        self._refusal_len = len(value or "")
 
     @property
     def text_length(self) -> int:
@@ -399,7 +403,7 @@ class StreamState:
     def __repr__(self) -> str:
         preview = self.text[:40] + ("…" if self._text_len > 40 else "")
         return (
-            f"<StreamState {self.status} model={self.model!r} text={preview!r} "
+            f"<StreamState {self.status} model={self.model!r} source={self.source!r} text={preview!r} "
             f"reasoning={self._reasoning_len} chars sources={len(self.sources)} "
             f"tool_calls={len(self.tool_calls)} usage={self.usage}>"
         )
@@ -453,7 +457,6 @@ class StreamState:
         elif type(event) is RefusalDelta:
             if event.text:
                 self._refusal.append(event.text)
-                self._refusal_len += len(event.text)
                 self._token(now)
         elif type(event) is Heartbeat:
             self.heartbeats += 1
@@ -526,7 +529,8 @@ class StreamState:
 
     def _output_chars(self) -> int:
         tools = sum(call.arguments_length for call in self.tool_calls)
-        return self._text_len + self._reasoning_len + tools + self._refusal_len
+        refusal = len(self.refusal or "") if self._refusal else 0  # rare; reading joins its pieces
+        return self._text_len + self._reasoning_len + tools + refusal
 
     def _token(self, now: Optional[float]) -> None:
         if self.status == "waiting":

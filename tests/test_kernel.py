@@ -49,7 +49,7 @@ class Kernel:
     def execute(self, code: str, timeout: float = 60.0) -> tuple[str, list[dict[str, Any]], float]:
         """Run a cell; return its stdout, its iopub messages and how long until the reply."""
         started = time.monotonic()
-        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=False)
+        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=True)  # as JupyterLab sends it
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.client.get_shell_msg(timeout=timeout)
@@ -474,3 +474,26 @@ def test_with_a_running_loop_but_no_kernel_show_returns_a_handle_that_prints(dem
 
     state, printed = asyncio.run(main())
     assert state.status == "complete" and printed.startswith(state.text[:50])
+
+
+# ----------------------------------------------------------------------------- whose messages
+
+
+def test_a_background_stream_speaks_as_the_cell_running_now(kernel: Kernel):
+    """A notebook runner keeps only the messages of the cell it runs: the frames and the final
+    answer of a stream shown in one cell and awaited in the next must be the next cell's."""
+    _, first, _ = kernel.execute(
+        "late = sw.show('Explain recursion', model='demo', base_url=BASE, demo={'tokens_per_second': 300})"
+    )
+    first_id = first[0]["parent_header"]["msg_id"]
+    _, second, _ = kernel.execute("s = await late\nprint(s.status)")
+    kinds = [m["msg_type"] for m in second]
+    assert "comm_msg" in kinds and "update_display_data" in kinds
+    [update] = [m for m in second if m["msg_type"] == "update_display_data"]
+    assert "done" in update["content"]["data"]["text/plain"]
+    time.sleep(0.3)
+    while kernel.pump(0.1):
+        pass
+    late = [m for _, m in kernel.log if m["parent_header"].get("msg_id") == first_id and m["msg_type"] == "comm_msg"]
+    sent_after = [m for m in late if m["header"]["date"] > second[0]["header"]["date"]]
+    assert not sent_after  # nothing went out in the name of the finished cell

@@ -539,7 +539,6 @@ _FORBIDDEN_TAGS = {
     "object",
     "embed",
     "svg",
-    "math",
     "style",
     "form",
     "base",
@@ -582,12 +581,114 @@ _ALLOWED_ATTRIBUTES = {
 }
 
 
+# Inside <math>: layout MathML only (no maction, no annotation-xml, no href, style or class), and
+# the TeX annotation. Typeset math comes from the kernel; anything else there is a finding.
+_MATHML_TAGS = set(
+    [
+        "math",
+        "semantics",
+        "annotation",
+        "mrow",
+        "mi",
+        "mn",
+        "mo",
+        "ms",
+        "mtext",
+        "mspace",
+        "msub",
+        "msup",
+        "msubsup",
+        "mfrac",
+        "msqrt",
+        "mroot",
+        "mstyle",
+        "mtable",
+        "mtr",
+        "mtd",
+        "mover",
+        "munder",
+        "munderover",
+        "mpadded",
+        "mphantom",
+        "menclose",
+        "merror",
+        "mmultiscripts",
+        "mprescripts",
+        "none",
+    ]
+)
+_MATHML_ATTRIBUTES = set(
+    [
+        "xmlns",
+        "display",
+        "alttext",
+        "encoding",
+        "mathvariant",
+        "displaystyle",
+        "scriptlevel",
+        "stretchy",
+        "fence",
+        "separator",
+        "lspace",
+        "rspace",
+        "minsize",
+        "maxsize",
+        "movablelimits",
+        "accent",
+        "accentunder",
+        "width",
+        "height",
+        "depth",
+        "linethickness",
+        "rowspacing",
+        "columnspacing",
+        "columnalign",
+        "rowalign",
+        "columnlines",
+        "rowlines",
+        "frame",
+        "framespacing",
+        "notation",
+        "symmetric",
+        "largeop",
+        "form",
+        "mathcolor",
+        "mathsize",
+        "voffset",
+        "align",
+    ]
+)
+
+
 class _Audit(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.problems: list[str] = []
+        self.math = 0
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "math" and self.math:
+            self.math -= 1
+
+    def _check_math(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        if tag not in _MATHML_TAGS:
+            self.problems.append(f"<{tag}> inside <math>")
+        for name, value in attrs:
+            if name not in _MATHML_ATTRIBUTES:
+                self.problems.append(f"{name}= on <{tag}> inside <math>")
+            elif name == "encoding" and value != "application/x-tex":
+                self.problems.append(f"encoding={value!r}")
+            elif name == "xmlns" and value != "http://www.w3.org/1998/Math/MathML":
+                self.problems.append(f"xmlns={value!r}")
+            elif name != "alttext" and re.search(r"javascript|url\(|expression|[<>\"']", value or "", re.I):
+                self.problems.append(f"{name}={value!r} on <{tag}>")
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        if tag == "math":
+            self.math += 1
+        if self.math:
+            self._check_math(tag, attrs)
+            return
         if tag in _FORBIDDEN_TAGS:
             self.problems.append(f"<{tag}>")
         for name, value in attrs:
@@ -647,6 +748,12 @@ def test_audit_catches_what_it_should() -> None:
     assert audit('<a href=" JaVa\tScript:x">') and audit('<img src="data:image/png;base64,AA">')
     assert audit('<a href="https://x" target="_blank">')
     assert not audit('<a href="https://x" target="_blank" rel="noopener noreferrer">')
+    assert audit('<math><mrow href="javascript:x"><mi>x</mi></mrow></math>')
+    assert audit('<math><mrow style="color:red"></mrow></math>') and audit('<math><mi class="x">')
+    assert audit("<math><maction actiontype='toggle'></maction></math>")
+    assert audit("<math><annotation-xml encoding='text/html'><img></annotation-xml></math>")
+    assert audit("<math><mtext><img src=x></mtext></math>") and audit("<math><mi>x</mi></math><svg>")
+    assert not audit(render_markdown("$x$ \\[\\frac{1}{2}\\]"))
 
 
 def test_links_open_in_a_new_tab_without_opener() -> None:

@@ -598,7 +598,7 @@ def test_no_executable_markup_from_any_pane(payload):
     view.refresh(0.4)
     assert payload in state.message
     assert audit_view(view) == []
-    bundle = final_bundle(view.widget, view.text, state, payload)
+    bundle = final_bundle(view, payload)
     assert markup_problems(bundle["text/html"]) == []
 
 
@@ -631,7 +631,7 @@ def test_an_api_key_never_reaches_the_view_a_repr_or_the_saved_output():
     assert "***" in view.problems.widget.value
     for shown_text in (repr(handle), repr(request), repr(view), repr(handle.state)):
         assert SENTINEL not in shown_text
-    bundle = final_bundle(view.widget, handle.text, handle.state, request.model)
+    bundle = final_bundle(view, request.model)
     assert SENTINEL not in json.dumps(bundle)
     assert SENTINEL not in json.dumps(placeholder_bundle(view.widget, request.model))
 
@@ -766,7 +766,7 @@ def test_an_offline_stand_in_and_a_replay_wear_a_badge_in_the_header_and_the_sav
     view.refresh(1.0)
     line = view.header.widget.value.split('<div class="sw-header-note">')[0]
     assert line.index('<span class="sw-badge">offline demo</span>') < line.index("gpt-4.1-mini")
-    bundle = final_bundle(view.widget, view.text, state, "gpt-4.1-mini", "offline demo")
+    bundle = final_bundle(view, "gpt-4.1-mini", "offline demo")
     assert bundle["text/plain"].endswith("[offline demo · gpt-4.1-mini · done · about 1 tokens]")
     hostile = StreamView(StreamState(), badge="<img src=x onerror=alert(1)>")
     hostile.refresh(0.0)
@@ -827,7 +827,7 @@ def test_the_final_output_carries_the_answer_for_nbconvert_and_github():
     view = StreamView(state)
     feed(state, TextDelta("# Title\n\nSome *answer* <img src=x onerror=alert(1)>"), Finish("stop"), Terminator())
     state.close()
-    bundle = final_bundle(view.widget, view.text, state, "demo_model")
+    bundle = final_bundle(view, "demo_model")
     assert bundle[WIDGET_MIMETYPE]["model_id"] == view.widget.model_id
     assert bundle["text/markdown"].startswith("# Title\n\nSome *answer*")
     assert bundle["text/markdown"].endswith("*demo\\_model · done · about 13 tokens*")

@@ -124,7 +124,8 @@ FORBIDDEN_TAGS = {
     "object",
     "embed",
     "svg",
-    "math",
+    "maction",  # <math> is typeset answer math; its links and HTML-carrying parts are not
+    "annotation-xml",
     "base",
     "meta",
     "link",

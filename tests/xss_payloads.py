@@ -1,6 +1,6 @@
 """Markdown a hostile (or prompt-injected) model could write to run script in the notebook page.
 
-One list, imported by the markdown, pane, view and browser tests. Each entry is a whole markdown
+One list, imported by the markdown, math, pane, view and browser tests. Each entry is a whole markdown
 document; rendered, none may produce executable markup (see `test_markdown.audit`).
 """
 
@@ -70,4 +70,16 @@ PAYLOADS: list[str] = [
     "- [ ] <script>alert(1)</script>",
     # citations: the marker text is fine, the URL list is checked separately
     "See [1] and [2].",
+    # LaTeX: the converter copies \\href, \\style, \\class and \\text{...} into its MathML
+    "$\\href{javascript:alert(1)}{click}$",
+    "$$\\style{background:url(javascript:alert(1))}{x}$$",
+    "\\(\\class{jp-Dialog sw-x}{x}\\)",
+    "\\[\\text{<script>alert(1)</script>}\\]",
+    "$\\text{<img src=x onerror=alert(1)>}$",
+    '$$\n\\mathrm{"><svg onload=alert(1)>}\n$$',
+    "\\(\\unicode{x3c}script\\unicode{x3e}alert(1)\\)",
+    "$\\color{red;background:url(javascript:alert(1))}x$",
+    "\\begin{align}\na &= \\href{javascript:alert(1)}{b}\n\\end{align}",
+    '$\\operatorname{x" onload="alert(1)}$ and \\(\\toggle{a}{b}\\endtoggle\\)',
+    "open formula \\(\\text{<script>alert(1)</script>",
 ]

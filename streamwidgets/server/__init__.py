@@ -61,6 +61,11 @@ body object (pass it with the SDKs' `extra_body`); the headers `X-Demo-Tokens-Pe
 streams as fast as possible. With a `seed`, ids and timestamps are fixed too, so the same
 request gives the same bytes. A request with `stream` false gets the same answer as one JSON
 object of its API (an error scenario then answers with an HTTP error).
+
+No web page can drive it: `Host` must name the server, a foreign `Origin` is refused, bodies
+must be `application/json`, and no CORS header is ever sent. Every connection is bounded
+(`ServerLimits`: header, body and idle timeouts, body size, connections at once), and every bad
+request gets a 4xx JSON error in its route's envelope; docs/embedded-server.md has the details.
 """
 
 from __future__ import annotations
@@ -72,10 +77,11 @@ from ._flavors import FLAVORS
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._scenarios import SCENARIOS, Script, build_script
-from ._server import DemoServer, start_server
+from ._server import DemoServer, ServerLimits, start_server
 
 __all__ = [
     "DemoServer",
+    "ServerLimits",
     "ConnectionRecord",
     "Script",
     "start_server",

@@ -6,66 +6,144 @@ client that leaves is noticed at once, even while the stream sleeps between toke
 forever, and generation stops there. Frames are paced on a token clock computed from the start
 of the stream (never by sleeping a fixed time per token), so high rates stay accurate: frames
 that fall due within a couple of milliseconds are written together.
+
+The server runs in the user's kernel and anything on the machine can connect to it, so every
+connection is bounded (`ServerLimits`): its headers and its body must arrive in time, an idle
+keep-alive connection is closed, a body has a size limit, and only so many connections are
+served at once (one more is told so with a 503 and closed). Whatever a request holds, it gets an
+answer: a bad one a 4xx JSON error in its route's envelope, never a dropped connection. The
+request's headers are checked (`_guard`) before its body is read, and the body is parsed in a
+worker thread, so that no request, however large or odd, holds up the streams of the others.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import http
+import logging
 import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import h11
 
+from ._errors import Rejection
 from ._frames import Cutoff, Frame, Stall
+from ._guard import refusal, too_large
 from ._records import Registry
 from ._routes import JsonReply, Reply, Router, SilentReply, StreamReply
 
-__all__ = ["ConnectionHandler"]
+__all__ = ["ConnectionHandler", "ServerLimits"]
 
 _READ_SIZE = 65536
-_MAX_BODY = 32 * 1024 * 1024
-_MAX_HEADERS = 64 * 1024
 #: Frames due this soon are written now, together, instead of sleeping below the clock's grain.
 _SLACK = 0.002
 #: Write out what is pending once it reaches this size (and let other connections run).
 _FLUSH_BYTES = 32 * 1024
+#: After refusing a request whose bytes may still be arriving, read (and drop) them this long,
+#: so that closing does not reset the connection before the client has read the answer.
+_LINGER = 1.0
 _SERVER_HEADER = ("server", "streamwidgets-demo")
+_log = logging.getLogger("streamwidgets.server")
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one connection may take; the defaults are far beyond what any SDK or notebook needs
+    on loopback and are documented in `docs/embedded-server.md`."""
+
+    #: Seconds from a connection's start (or a request's first byte) to the end of its headers.
+    header_timeout: float = 10.0
+    #: Seconds from the end of the headers to the end of the body.
+    body_timeout: float = 30.0
+    #: Seconds a keep-alive connection may wait for its next request before it is closed.
+    idle_timeout: float = 30.0
+    #: Connections served at once; one more is answered 503 and closed.
+    max_connections: int = 128
+    #: Bytes of one request body (413 beyond); a body is only ever read up to four times this.
+    max_body: int = 8 * 1024 * 1024
+    #: Bytes of one request's headers.
+    max_headers: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+    #: Why the request is refused before it is routed (found from its headers or its size).
+    refused: Optional[Rejection] = None
 
 
 class _ClientLeft(Exception):
     """The peer closed its end (or reset the connection)."""
 
 
+class _Late(Exception):
+    """The request did not arrive in time; `rejection` says which part (None when the connection
+    was idle), `target` is the request's target once its headers came."""
+
+    def __init__(self, rejection: Optional[Rejection], target: str) -> None:
+        self.rejection = rejection
+        self.target = target
+
+
 class ConnectionHandler:
     """Serves the requests of one server's connections; one call of `serve` per connection."""
 
-    def __init__(self, router: Router, registry: Registry) -> None:
+    def __init__(self, router: Router, registry: Registry, limits: ServerLimits) -> None:
         self._router = router
         self._registry = registry
+        self._limits = limits
+        self._open = 0
+        #: Bytes a client may send while its answer is written (the next request, pipelined).
+        self._flood = limits.max_headers + limits.max_body
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEADERS)
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_headers)
+        if self._open >= self._limits.max_connections:
+            try:
+                await self._refuse(conn, reader, writer, "", _busy(self._open))
+            finally:
+                writer.close()
+            return
+        self._open += 1
         graceful = False
         try:
+            fresh = True
             while True:
-                request = await self._read_request(conn, reader, writer)
+                try:
+                    request = await self._read_request(conn, reader, writer, fresh)
+                except _Late as late:
+                    if late.rejection is not None:
+                        await self._refuse(conn, reader, writer, late.target, late.rejection)
+                    graceful = True
+                    return
+                except h11.RemoteProtocolError as exc:
+                    # h11's own message quotes the offending bytes, which may be a header with a key.
+                    await self._refuse(conn, reader, writer, "", _malformed(exc.error_status_hint, self._limits))
+                    graceful = True
+                    return
                 if request is None:
                     graceful = True
                     return
-                method, target, headers, body = request
-                reply = self._router.route(method, target, headers, body, now=time.time(), nonce=secrets.token_hex(12))
+                reply = await self._answer(request)
                 keep_alive = await self._reply(conn, reader, writer, reply)
                 if not keep_alive or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    if conn.their_state is h11.SEND_BODY:
+                        await self._linger(reader, writer)
                     graceful = True
                     return
                 conn.start_next_cycle()
+                fresh = False
         except (_ClientLeft, ConnectionError, h11.ProtocolError):
             return
         finally:
+            self._open -= 1
             # A graceful close sends what is still buffered (a scripted cut-off's last frames),
             # then FIN; a vanished client or a stopping server gets no such courtesy.
             if graceful:
@@ -73,56 +151,111 @@ class ConnectionHandler:
             else:
                 writer.transport.abort()
 
+    async def _answer(self, request: _Request) -> Reply:
+        """The reply to a whole request. Parsing and scripting run in a worker thread: a body of
+        megabytes takes a moment to read, and the loop must keep streaming meanwhile."""
+        nonce = secrets.token_hex(12)
+        if request.refused is not None:
+            return self._router.refuse(request.target, request.refused, nonce)
+        try:
+            return await asyncio.to_thread(
+                self._router.route,
+                request.method,
+                request.target,
+                request.headers,
+                request.body,
+                now=time.time(),
+                nonce=nonce,
+            )
+        except Exception as exc:  # a bug: answer it like a provider would, and log it for us
+            _log.debug("the demo server failed on a request", exc_info=True)
+            rejection = Rejection(
+                500,
+                f"The demo server failed on this request ({type(exc).__name__}).",
+                type="server_error",
+                code="server_error",
+                anthropic_type="api_error",
+            )
+            return self._router.refuse(request.target, rejection, nonce)
+
     # -------------------------------------------------------------- reading
 
     async def _read_request(
-        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> Optional[tuple[str, str, dict[str, str], bytes]]:
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fresh: bool
+    ) -> Optional[_Request]:
+        """The next whole request, None when the client closed between requests. Raises `_Late`
+        when a part of it does not arrive in time."""
+        limits = self._limits
+        loop = asyncio.get_running_loop()
+        # A new connection must send its headers in time; a kept-alive one may first stay idle.
+        waiting = "head" if fresh else "idle"
+        deadline = loop.time() + (limits.header_timeout if fresh else limits.idle_timeout)
         head: Optional[h11.Request] = None
+        headers: dict[str, str] = {}
         body = bytearray()
+        refused: Optional[Rejection] = None
+        received = 0
+        local = writer.get_extra_info("sockname")[:2]
         while True:
-            try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                # h11's own message quotes the offending bytes, which may be a header with a key.
-                await self._send_plain_error(conn, writer, exc.error_status_hint, "Malformed HTTP request.")
-                return None
+            event = conn.next_event()
             if event is h11.NEED_DATA:
-                data = await reader.read(_READ_SIZE)
+                try:
+                    data = await asyncio.wait_for(reader.read(_READ_SIZE), max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    raise _Late(_late(waiting, limits), "" if head is None else head.target.decode("latin-1")) from None
                 conn.receive_data(data)
                 if not data and conn.their_state is h11.IDLE:
                     return None
+                if waiting == "idle" and data:
+                    waiting, deadline = "head", loop.time() + limits.header_timeout
             elif isinstance(event, h11.Request):
                 head = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-                if len(body) > _MAX_BODY:
-                    await self._send_plain_error(conn, writer, 413, "The request body is too large.")
-                    return None
-            elif isinstance(event, h11.EndOfMessage):
-                assert head is not None
                 headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in head.headers}
-                return head.method.decode("ascii"), head.target.decode("latin-1"), headers, bytes(body)
-            elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                refused = refusal(head.method.decode("ascii"), headers, local=local, max_body=limits.max_body)
+                if conn.they_are_waiting_for_100_continue:
+                    if refused is not None:
+                        break  # answered before the client sends its body
+                    writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
+                waiting, deadline = "body", loop.time() + limits.body_timeout
+            elif isinstance(event, h11.Data):
+                received += len(event.data)
+                if refused is None and received > limits.max_body:
+                    refused, body = too_large(limits.max_body), bytearray()
+                if refused is None:
+                    body += event.data
+                elif received > 4 * limits.max_body:
+                    break  # enough read to answer; the rest of the connection is given up
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            else:  # ConnectionClosed, or PAUSED (the peer sent more than one request at once)
                 return None
+        assert head is not None
+        return _Request(head.method.decode("ascii"), head.target.decode("latin-1"), headers, bytes(body), refused)
 
-    async def _send_plain_error(
-        self, conn: h11.Connection, writer: asyncio.StreamWriter, status: int, message: str
+    async def _refuse(
+        self,
+        conn: h11.Connection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        target: str,
+        rejection: Rejection,
     ) -> None:
+        """Answer `rejection` and end the connection (the caller closes it), reading for a moment
+        what the client may still be sending, so that it gets to read the answer."""
         if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
-        error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
-        body = json.dumps({"error": error}).encode()
-        headers = [
-            ("content-type", "application/json"),
-            ("content-length", str(len(body))),
-            ("connection", "close"),
-            _SERVER_HEADER,
-        ]
-        writer.write(conn.send(h11.Response(status_code=status, headers=headers)))
-        writer.write(conn.send(h11.Data(data=body)))
-        writer.write(conn.send(h11.EndOfMessage()))
-        await writer.drain()
+        _write_json(conn, writer, self._router.refuse(target, rejection, secrets.token_hex(12)), close=True)
+        await self._linger(reader, writer)
+
+    async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Send what is buffered and half-close, then drop what the client still sends for a
+        moment: closing with unread bytes would reset the connection, and with it the answer."""
+        try:
+            await writer.drain()
+            writer.write_eof()
+            await asyncio.wait_for(_discard(reader, 4 * self._limits.max_body), _LINGER)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
 
     # -------------------------------------------------------------- replying
 
@@ -133,10 +266,8 @@ class ConnectionHandler:
         if isinstance(reply, JsonReply):
             if reply.delay > 0:
                 await self._until_gone_or(reader, conn, asyncio.sleep(reply.delay))
-            headers = [*reply.headers, ("content-length", str(len(reply.body))), _SERVER_HEADER]
-            writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers)))
-            writer.write(conn.send(h11.Data(data=reply.body)))
-            writer.write(conn.send(h11.EndOfMessage()))
+            # A request refused before its body was read cannot be followed by another one.
+            _write_json(conn, writer, reply, close=conn.their_state is not h11.DONE)
             await writer.drain()
             return True
         if isinstance(reply, SilentReply):
@@ -147,7 +278,7 @@ class ConnectionHandler:
 
     async def _until_gone_or(self, reader: asyncio.StreamReader, conn: h11.Connection, work: Awaitable[Any]) -> None:
         """Await `work` unless the client leaves first (then raise `_ClientLeft`)."""
-        watcher = asyncio.ensure_future(_watch(reader, conn))
+        watcher = asyncio.ensure_future(_watch(reader, conn, self._flood))
         job = asyncio.ensure_future(work)
         try:
             await asyncio.wait({watcher, job}, return_when=asyncio.FIRST_COMPLETED)
@@ -164,9 +295,11 @@ class ConnectionHandler:
             path=reply.path, api=reply.api, flavor=reply.flavor, model=script.model, scenario=script.scenario
         )
         try:
-            writer.write(conn.send(h11.Response(status_code=200, headers=[*reply.headers, _SERVER_HEADER])))
+            writer.write(
+                conn.send(h11.Response(status_code=200, headers=[*reply.headers, _SERVER_HEADER], reason=b"OK"))
+            )
             watcher = asyncio.ensure_future(
-                _watch(reader, conn, lambda: self._registry.close(record, "client_disconnected"))
+                _watch(reader, conn, self._flood, lambda: self._registry.close(record, "client_disconnected"))
             )
             streamer = asyncio.ensure_future(_Pacer(conn, writer, reply, self._registry, record).run())
             try:
@@ -185,6 +318,66 @@ class ConnectionHandler:
             raise
 
 
+def _late(waiting: str, limits: ServerLimits) -> Optional[Rejection]:
+    """What to answer a request that did not arrive in time (nothing to an idle connection)."""
+    if waiting == "idle":
+        return None
+    part, seconds = ("headers", limits.header_timeout) if waiting == "head" else ("body", limits.body_timeout)
+    return Rejection(
+        408,
+        f"The request {part} did not arrive within {seconds:g} s; the connection is closed.",
+        type="timeout_error",
+        code="request_timeout",
+        anthropic_type="timeout_error",
+    )
+
+
+def _busy(serving: int) -> Rejection:
+    return Rejection(
+        503,
+        f"The demo server is already serving {serving} connections; try again in a moment.",
+        type="server_error",
+        code="too_many_connections",
+        anthropic_type="overloaded_error",
+        retry_after=1,
+    )
+
+
+def _malformed(status: int, limits: ServerLimits) -> Rejection:
+    if status == 431:
+        message = f"The request headers are larger than this demo server accepts ({limits.max_headers:,} bytes)."
+        return Rejection(431, message, code="headers_too_large")
+    return Rejection(status, "Malformed HTTP request.", code="malformed_http")
+
+
+def _write_json(conn: h11.Connection, writer: asyncio.StreamWriter, reply: JsonReply, *, close: bool) -> None:
+    headers = [
+        *reply.headers,
+        ("content-length", str(len(reply.body))),
+        *([("connection", "close")] if close else []),
+        _SERVER_HEADER,
+    ]
+    writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers, reason=_reason(reply.status))))
+    writer.write(conn.send(h11.Data(data=reply.body)))
+    writer.write(conn.send(h11.EndOfMessage()))
+
+
+def _reason(status: int) -> bytes:
+    try:
+        return http.HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:  # 529, which only some providers use
+        return b""
+
+
+async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
+    """Read and drop what the peer sends until it closes its end or `limit` bytes came."""
+    while limit > 0:
+        data = await reader.read(_READ_SIZE)
+        if not data:
+            return
+        limit -= len(data)
+
+
 async def _cancel(*tasks: asyncio.Future[Any]) -> None:
     """Cancel `tasks` and wait until they are really over (a cancelled read still holds the
     reader until its task has run once more)."""
@@ -194,16 +387,19 @@ async def _cancel(*tasks: asyncio.Future[Any]) -> None:
 
 
 async def _watch(
-    reader: asyncio.StreamReader, conn: h11.Connection, on_gone: Optional[Callable[[], None]] = None
+    reader: asyncio.StreamReader, conn: h11.Connection, limit: int, on_gone: Optional[Callable[[], None]] = None
 ) -> None:
     """Return when the peer closes its end; bytes it sends meanwhile (a pipelined request) are
-    handed to h11 for the next cycle. `on_gone` runs the instant end-of-file is seen."""
+    handed to h11 for the next cycle, up to `limit` bytes (a peer that sends more is treated as
+    gone). `on_gone` runs the instant end-of-file is seen."""
+    received = 0
     while True:
         try:
             data = await reader.read(_READ_SIZE)
         except ConnectionError:
             data = b""
-        if not data:
+        received += len(data)
+        if not data or received > limit:
             if on_gone is not None:
                 on_gone()
             return

@@ -1,13 +1,17 @@
-"""The `demo-long` answer: tens of thousands of tokens of varied markdown, made up on the spot.
+"""The `demo-long` answer: a real tutorial on Python's asyncio, as long as asked for.
 
 A long answer is what shows whether a client's parsing and rendering stay linear, so the text
-mixes every block a renderer meets (headings, paragraphs, lists, tables, quotes and long fenced
-code blocks) and is generated from a seeded random generator: the same prompt and seed always
-give the same text, and the length is exact, not approximate.
+mixes every block a renderer meets (headings, paragraphs, lists, tables, quotes and fenced code
+in several languages). It is also read by people in class, so it is a tutorial worth reading:
+written out below, section by section. Longer answers than one pass go on with the sections in a
+new order (picked by the seed), each pass under its own heading, and end on whole sentences from
+a list of tips; the count of token pieces is exact. The same prompt and seed always give the
+same text.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 
@@ -15,124 +19,346 @@ from ._tokens import tokenize
 
 __all__ = ["long_answer_tokens"]
 
+_INTRO = """\
+# Python's asyncio, from the first coroutine to a streaming client
+
+*The offline demo answers every long question with this tutorial. You asked: “{subject}”.*
+
+Most programs spend their time waiting: for a server to answer, for a file to arrive, for a user
+to click. `asyncio` lets one thread wait for many things at once. Instead of blocking while a
+socket is silent, a coroutine says "wake me when there is data" and hands control back to the
+**event loop**, which runs something else in the meantime. This tutorial builds that idea up one
+step at a time and ends with a client that streams a language model's answer token by token —
+the kind of program this very answer was sent by.
+
+"""
+
 _SECTIONS = (
-    "Background",
-    "Core ideas",
-    "A worked example",
-    "Performance",
-    "Common pitfalls",
-    "Testing it",
-    "Edge cases",
-    "Measuring",
-    "Design notes",
-    "Going further",
-    "Trade-offs",
-    "A second example",
-    "Under the hood",
-    "Debugging",
-    "Checklist",
+    """\
+## Coroutines: functions that can pause
+
+A function defined with `async def` is a *coroutine function*. Calling it does not run its body;
+it returns a coroutine object, a paused computation that the event loop can drive. Inside it,
+`await` marks the places where it may pause.
+
+```python
+import asyncio
+
+
+async def greet(name: str, delay: float) -> str:
+    await asyncio.sleep(delay)  # pause here; the loop runs other work meanwhile
+    return f"Hello, {name}!"
+
+
+async def main() -> None:
+    message = await greet("Ada", 0.5)
+    print(message)
+
+
+asyncio.run(main())
+```
+
+`asyncio.run()` creates an event loop, runs `main()` until it finishes, and closes the loop. You
+call it once, at the top of a script. In a Jupyter notebook a loop is already running, so you
+write `await main()` directly in a cell instead.
+
+""",
+    """\
+## The event loop, in one picture
+
+The loop keeps a queue of things that are ready to run and a list of things that are waiting.
+Each turn, it runs every ready callback until that callback pauses at an `await`, then asks the
+operating system which sockets and timers have become ready, and moves them to the queue.
+
+1. Run everything that is ready, one at a time, each until its next `await`.
+2. Ask the operating system (with `select`, `epoll` or `kqueue`) what happened in the meantime.
+3. Wake the coroutines whose data arrived or whose timer expired.
+4. Go back to step 1.
+
+> Nothing runs in parallel here. Concurrency comes from taking turns quickly, and it only works
+> while every turn is short. One coroutine that computes for a second freezes all the others for
+> that second.
+
+This is why a slow loop in a notebook makes every widget feel stuck: the widgets, the kernel's
+messages and your streams all share one loop.
+
+""",
+    """\
+## Running things concurrently with tasks
+
+Awaiting coroutines one after another runs them one after another. To let them overlap, wrap them
+in **tasks**. A task starts running at the loop's next turn and keeps going in the background
+until it finishes or is cancelled.
+
+```python
+import asyncio
+import time
+
+
+async def fetch(name: str, seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return f"{name} done after {seconds} s"
+
+
+async def main() -> None:
+    started = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(fetch(f"job {i}", 1.0)) for i in range(3)]
+    print([task.result() for task in tasks])
+    print(f"took {time.perf_counter() - started:.1f} s")  # about 1 s, not 3
+
+
+asyncio.run(main())
+```
+
+`TaskGroup` (Python 3.11 and later) waits for every task it made, and if one fails it cancels
+the others and raises the error. Older code uses `asyncio.gather()`, which does much the same but
+leaves the other tasks running when one fails unless you ask it not to.
+
+| Tool | Waits for | When one fails |
+|---|---|---|
+| `await coro` | that one coroutine | the error is raised right there |
+| `asyncio.gather(*coros)` | all of them | raises the first error; the rest keep running |
+| `asyncio.TaskGroup()` | all of them | cancels the rest, raises every error together |
+| `asyncio.wait(tasks, timeout=…)` | some or all, you choose | nothing is raised; you inspect the tasks |
+
+""",
+    """\
+## Timeouts and cancellation
+
+Any task can be cancelled. Cancelling raises `asyncio.CancelledError` inside it at the `await`
+where it is paused, so `finally` blocks and `async with` exits still run: connections get closed
+and files get flushed. That is what makes a **Cancel** button cheap and safe.
+
+```python
+import asyncio
+
+
+async def slow_answer() -> str:
+    try:
+        await asyncio.sleep(10)
+        return "finished"
+    finally:
+        print("cleaning up")  # runs on cancel too
+
+
+async def main() -> None:
+    try:
+        async with asyncio.timeout(1.0):
+            print(await slow_answer())
+    except TimeoutError:
+        print("gave up after 1 s")
+
+
+asyncio.run(main())
+```
+
+A few rules keep cancellation working:
+
+- Do not swallow `CancelledError`. If you catch it to clean up, raise it again.
+- Keep a reference to every task you create. The loop only holds a weak reference, and a task
+  that nothing refers to can be garbage-collected before it finishes.
+- Put timeouts around every network call. A server that stops sending without closing the
+  connection is far more common than one that fails loudly.
+
+""",
+    """\
+## Streaming: reading an answer while it is written
+
+A language model writes its answer one token at a time, and providers send each token as soon as
+it exists, as **server-sent events**: a long HTTP response made of small text blocks that each
+start with `data:` and end with a blank line. A client reads the response line by line and acts
+on each event as it arrives.
+
+```python
+import json
+
+import httpx
+
+
+async def stream_answer(url: str, prompt: str) -> str:
+    body = {"model": "demo", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    answer = []
+    async with httpx.AsyncClient(timeout=30) as client:
+        async with client.stream("POST", url, json=body) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue  # comments, blank lines, other fields
+                data = line[len("data:"):].strip()
+                if data == "[DONE]":
+                    break
+                delta = json.loads(data)["choices"][0]["delta"].get("content") or ""
+                answer.append(delta)
+                print(delta, end="", flush=True)
+    return "".join(answer)
+```
+
+Each `await` in that loop is a chance for the event loop to do something else: redraw a widget,
+handle a click on Cancel, or read another stream. Three answers streamed side by side are three
+tasks running this function.
+
+""",
+    """\
+## What can go wrong, and what to do about it
+
+A stream has more ways to end than "it worked". A careful client tells them apart and keeps the
+part of the answer that did arrive.
+
+| What happened | What the client sees | A good reaction |
+|---|---|---|
+| The model finished | a final event, then `[DONE]` | show the answer as complete |
+| The token limit was reached | `finish_reason: "length"` | offer to continue the answer |
+| The connection dropped | the body ends without `[DONE]` | keep the text, say it is incomplete |
+| The server went silent | no bytes for a long time | time out, keep the text, say why |
+| The provider refused the request | an HTTP error with a JSON body | show the provider's own message |
+| The user pressed Cancel | `CancelledError` in the task | close the connection, keep the text |
+
+> The most useful habit in streaming code: every way out of the loop keeps what was received
+> and says, in plain words, why the stream stopped.
+
+""",
+    """\
+## Keeping the loop responsive
+
+The event loop can only take turns if every turn is short. Three kinds of work break that rule.
+
+**Blocking calls.** `time.sleep()`, `requests.get()` or a slow database driver stop the whole
+loop. Use their async versions (`asyncio.sleep`, `httpx.AsyncClient`), or push them to a thread:
+
+```python
+import asyncio
+import hashlib
+
+
+def checksum(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+async def main() -> None:
+    digest = await asyncio.to_thread(checksum, "big-file.bin")  # the loop stays free
+    print(digest)
+```
+
+**Heavy computation.** Rendering a long markdown answer from scratch on every token is quadratic:
+the hundredth token re-renders ninety-nine old ones. Render what is new and keep what is done.
+
+**Too many small messages.** Sending a widget update for every token floods the browser. Batch
+updates into frames, twenty or so a second, and send only what changed since the last frame.
+
+""",
+    """\
+## Queues: connecting producers and consumers
+
+When one part of a program produces items and another consumes them, an `asyncio.Queue` sits
+between them. A bounded queue also gives you **back-pressure**: a producer that runs ahead waits
+at `put()` until the consumer catches up, so memory use stays flat.
+
+```python
+import asyncio
+
+
+async def producer(queue: asyncio.Queue[str]) -> None:
+    for word in "streams are easier to reason about with a queue".split():
+        await queue.put(word)  # waits while the queue is full
+        await asyncio.sleep(0.05)
+    await queue.put("")  # an empty string says: no more items
+
+
+async def consumer(queue: asyncio.Queue[str]) -> None:
+    while (word := await queue.get()):
+        print(word.upper())
+
+
+async def main() -> None:
+    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=4)
+    async with asyncio.TaskGroup() as group:
+        group.create_task(producer(queue))
+        group.create_task(consumer(queue))
+
+
+asyncio.run(main())
+```
+
+""",
+    """\
+## Testing asynchronous code
+
+Asynchronous code is ordinary code with pauses in it, and it tests the same way, with two extra
+habits.
+
+- **Use a real server on `127.0.0.1`.** A tiny local server that sends a scripted stream exercises
+  the real sockets, timeouts and chunking; a mocked client only tests your mock.
+- **Feed input in awkward pieces.** Split the same stream into one-byte reads and into large
+  reads; the result must be identical. Most parsing bugs live at chunk boundaries.
+- **Control time.** Replace `asyncio.sleep` with a fake clock when a test is about timing, so
+  that it runs in milliseconds and never depends on how busy the machine is.
+
+```bash
+python -m pytest -q tests/test_stream.py
+python -X dev -W error::RuntimeWarning -m pytest tests/  # a never-awaited coroutine fails the run
+```
+
+The `-X dev` flag turns on asyncio's debug mode, which reports coroutines that were never awaited
+and callbacks that took too long.
+
+""",
+    """\
+## Debugging a stuck program
+
+When an async program hangs, the question is always *which await is it stuck on?*
+
+1. Turn on debug mode (`PYTHONASYNCIODEBUG=1` or `asyncio.run(main(), debug=True)`): the loop
+   logs every callback slower than 100 ms, with where it came from.
+2. List what is pending: `for task in asyncio.all_tasks(): task.print_stack()` shows the line
+   each task is paused on.
+3. Look for a missing timeout. A task paused on a read from a silent server waits forever.
+4. Look for a missing `await`. Calling `fetch()` without `await` creates a coroutine and drops it;
+   Python warns "coroutine was never awaited", and nothing happens.
+
+> If the whole kernel feels frozen, the loop is busy, not waiting. Look for a long computation or
+> a blocking call, not for a slow network.
+
+""",
+    """\
+## Where to go from here
+
+You now have the pieces behind every streaming client: coroutines that pause, an event loop that
+takes turns, tasks that run side by side and can be cancelled, timeouts on every network call,
+and a parser that reads events as they arrive. A good next exercise is to stream two answers at
+once, show them next to each other, and add a Cancel button to each; then pull the network cable
+halfway through and check that each answer keeps its text and says why it stopped.
+
+- The standard library documentation of `asyncio` has a page on *developing with asyncio* that is
+  worth reading twice.
+- The HTTP library `httpx` streams responses with `client.stream()`, as in the example above.
+- The server-sent events format is defined in the HTML standard; it fits on one page.
+
+""",
 )
-_CONCEPTS = (
-    "the event loop",
-    "a ring buffer",
-    "the parser",
-    "back-pressure",
-    "an incremental decoder",
-    "the cache",
-    "a binary heap",
-    "the scheduler",
-    "a hash table",
-    "the tokenizer",
-    "a state machine",
-    "the renderer",
-    "a bloom filter",
-    "the write-ahead log",
-    "a trie",
-)
-_VERBS = (
-    "keeps",
-    "bounds",
-    "reuses",
-    "batches",
-    "streams",
-    "validates",
-    "measures",
-    "splits",
-    "merges",
-    "defers",
-    "caches",
-    "checks",
-    "rewrites",
-    "tracks",
-    "coalesces",
-)
-_OBJECTS = (
-    "every partial line",
-    "the hot path",
-    "each request",
-    "the slowest consumer",
-    "memory use",
-    "the last complete block",
-    "the worst case",
-    "small inputs",
-    "the tail",
-    "network reads",
-    "user-visible latency",
-    "each frame",
-    "the final result",
-)
-_ADVERBS = ("quietly", "predictably", "cheaply", "early", "carefully", "in linear time", "once")
-_OPENERS = (
-    "In practice,",
-    "Notice that",
-    "A useful rule:",
-    "Surprisingly,",
-    "As a result,",
-    "On the other hand,",
-    "For example,",
-    "More precisely,",
-    "In short,",
-    "Crucially,",
-)
-_TAILS = (
-    "which is what keeps the total work linear.",
-    "so the result does not depend on how the input was split.",
-    "and that is easy to check with a benchmark.",
-    "which matters most when the input is large.",
-    "so nothing already received is ever lost.",
-    "and the same idea applies to ~~every~~ almost every streaming system.",
-    "which is why the tests feed the input one byte at a time. 🧪",
-)
-_FILLER = (
-    "data",
-    "stream",
-    "token",
-    "window",
-    "buffer",
-    "frame",
-    "block",
-    "value",
-    "signal",
-    "answer",
-    "result",
-    "cursor",
-    "record",
-    "budget",
-    "output",
-    "reader",
-    "writer",
-    "event",
+
+#: Whole sentences that close an answer longer than the sections fill, one tip each.
+_TIPS = (
+    "Give every network call a timeout.",
+    "Keep a reference to every task you create.",
+    "Never block the event loop with a slow call.",
+    "Cancel a task instead of abandoning it.",
+    "Keep the partial answer when a stream fails.",
+    "Say why a stream stopped, in plain words.",
+    "Render only what changed since the last frame.",
+    "Test with a real server on your own machine.",
+    "Split test input into awkward pieces.",
+    "Use a bounded queue to keep memory flat.",
 )
 _CLOSING = (
-    "That is all for now and we hope this long answer helps you test how a reader copes with "
-    "many more tokens than a usual chat reply so thank you for reading it all the way to the "
-    "very end of the stream"
+    "That is the end of this long answer, and thank you for reading all of it, or for scrolling "
+    "this far to see how your notebook copes with a long stream"
 )
-_LANGUAGES = ("python", "javascript", "sql", "bash", "rust")
 
 
 def long_answer_tokens(subject: str, tokens: int, seed: str) -> list[str]:
-    """Exactly `tokens` token pieces of markdown about `subject`, the same for the same seed."""
+    """Exactly `tokens` token pieces of the tutorial, the same for the same subject and seed."""
     rng = random.Random(f"demo-long:{seed}")
     pieces: list[str] = []
     blocks = _blocks(rng, subject)
@@ -141,9 +367,9 @@ def long_answer_tokens(subject: str, tokens: int, seed: str) -> list[str]:
         if len(pieces) + len(block) > tokens:
             break
         pieces.extend(block)
-    # Top up with sentences, then land on the exact count with one-piece words.
-    while True:
-        sentence = tokenize(_sentence(rng) + " ")
+    # Top up with whole tips (again, if need be), then land on the exact count with one-piece words.
+    for tip in itertools.cycle(rng.sample(_TIPS, len(_TIPS))):
+        sentence = tokenize(tip + " ")
         if len(pieces) + len(sentence) > tokens - 2:
             break
         pieces.extend(sentence)
@@ -155,176 +381,36 @@ def _closing(count: int) -> list[str]:
     """A last sentence of exactly `count` pieces: every word in it is one piece."""
     if count <= 0:
         return []
-    words = _CLOSING.split()
+    words = _CLOSING.replace(",", "").split()
     out = [words[0]] + [" " + words[1 + i % (len(words) - 1)] for i in range(count - 2)]
     return [*out, "."][:count]
 
 
 def _blocks(rng: random.Random, subject: str) -> Iterator[str]:
-    subject = " ".join(subject.split()[:8]) or "streaming text"
-    yield f"# A long answer about {subject}\n\n"
-    yield _paragraph(rng, 4)
-    section = 0
+    """The introduction, then each section, paragraph by paragraph; then the sections again in a
+    new order, each pass under a heading of its own."""
+    subject = " ".join(subject.split()[:12]) or "asyncio"
+    yield from _paragraphs(_INTRO.format(subject=subject.replace("*", "").replace("`", "")))
+    order = list(_SECTIONS)
+    passes = 1
     while True:
-        section += 1
-        yield f"## {section}. {rng.choice(_SECTIONS)}\n\n"
-        for _ in range(rng.randint(3, 6)):
-            kind = rng.random()
-            if kind < 0.40:
-                yield _paragraph(rng, rng.randint(2, 6))
-            elif kind < 0.55:
-                yield _bullets(rng)
-            elif kind < 0.80:
-                yield _code(rng)
-            elif kind < 0.90:
-                yield _table(rng)
-            else:
-                yield _quote(rng)
-        if rng.random() < 0.5:
-            yield f"### {rng.choice(_SECTIONS)}, in detail\n\n"
-            yield _paragraph(rng, rng.randint(3, 5))
+        for section in order:
+            yield from _paragraphs(section)
+        passes += 1
+        rng.shuffle(order)
+        yield f"---\n\n# Reading it again, pass {passes}\n\nThe same sections once more, in a new order.\n\n"
 
 
-def _sentence(rng: random.Random) -> str:
-    concept = rng.choice(_CONCEPTS)
-    text = (
-        f"{rng.choice(_OPENERS)} {concept} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} "
-        f"{rng.choice(_ADVERBS)}, {rng.choice(_TAILS)}"
-    )
-    if rng.random() < 0.2:
-        text = text.replace(concept, f"**{concept}**", 1)
-    elif rng.random() < 0.2:
-        text += f" See `{rng.choice(_FILLER)}_{rng.randint(1, 99)}()` for details."
-    return text
-
-
-def _paragraph(rng: random.Random, sentences: int) -> str:
-    return " ".join(_sentence(rng) for _ in range(sentences)) + "\n\n"
-
-
-def _bullets(rng: random.Random) -> str:
-    ordered = rng.random() < 0.4
-    lines = []
-    for i in range(rng.randint(3, 7)):
-        marker = f"{i + 1}." if ordered else "-"
-        lines.append(f"{marker} {_sentence(rng)}")
-        if rng.random() < 0.2:
-            lines.append(f"   - {rng.choice(_CONCEPTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}")
-    return "\n".join(lines) + "\n\n"
-
-
-def _table(rng: random.Random) -> str:
-    rows = ["| Approach | Time | Memory | Notes |", "|---|---:|---:|---|"]
-    for _ in range(rng.randint(3, 8)):
-        rows.append(
-            f"| {rng.choice(_CONCEPTS)} | {rng.randint(1, 999)} µs | {rng.randint(1, 64)} MB "
-            f"| {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} |"
-        )
-    return "\n".join(rows) + "\n\n"
-
-
-def _quote(rng: random.Random) -> str:
-    return f"> {_sentence(rng)}\n>\n> {_sentence(rng)}\n\n"
-
-
-def _code(rng: random.Random) -> str:
-    language = rng.choice(_LANGUAGES)
-    body = {
-        "python": _python,
-        "javascript": _javascript,
-        "sql": _sql,
-        "bash": _bash,
-        "rust": _rust,
-    }[language](rng)
-    return f"```{language}\n{body}```\n\n"
-
-
-def _python(rng: random.Random) -> str:
-    name = rng.choice(_FILLER).capitalize() + rng.choice(("Buffer", "Reader", "Index", "Queue"))
-    lines = [
-        "from __future__ import annotations",
-        "",
-        "",
-        f"class {name}:",
-        f'    """Keeps {rng.choice(_OBJECTS)} without copying it."""',
-        "",
-        f"    def __init__(self, limit: int = {rng.randint(16, 4096)}) -> None:",
-        "        self.limit = limit",
-        "        self.items: list[bytes] = []",
-        "        self.size = 0",
-    ]
-    for _ in range(rng.randint(2, 6)):
-        method = f"{rng.choice(_VERBS)}_{rng.choice(_FILLER)}"
-        lines += [
-            "",
-            f"    def {method}(self, chunk: bytes) -> int:",
-            f"        # {rng.choice(_OPENERS).lower()} {rng.choice(_CONCEPTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}",
-            "        if self.size + len(chunk) > self.limit:",
-            "            self.items.clear()",
-            "            self.size = 0",
-            "        self.items.append(chunk)",
-            "        self.size += len(chunk)",
-            f"        return self.size * {rng.randint(2, 9)} // {rng.randint(2, 9)}",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _javascript(rng: random.Random) -> str:
-    name = rng.choice(_VERBS) + rng.choice(_FILLER).capitalize()
-    lines = [
-        f"export async function {name}(url, {{ signal }} = {{}}) {{",
-        "  const response = await fetch(url, { signal });",
-        "  const reader = response.body.getReader();",
-        "  const decoder = new TextDecoder();",
-        '  let buffer = "";',
-    ]
-    lines += [
-        "  while (true) {",
-        "    const { done, value } = await reader.read();",
-        "    if (done) break;",
-        "    buffer += decoder.decode(value, { stream: true });",
-    ]
-    for _ in range(rng.randint(1, 4)):
-        lines += [
-            f"    // {rng.choice(_CONCEPTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}",
-            f"    if (buffer.length > {rng.randint(100, 9999)}) buffer = buffer.slice(-{rng.randint(10, 99)});",
-        ]
-    lines += ["  }", "  return buffer;", "}"]
-    return "\n".join(lines) + "\n"
-
-
-def _sql(rng: random.Random) -> str:
-    table = rng.choice(_FILLER) + "s"
-    columns = rng.sample(_FILLER, rng.randint(2, 5))
-    lines = [
-        f"SELECT {', '.join(columns)}, COUNT(*) AS n",
-        f"FROM {table}",
-        f"WHERE {columns[0]} IS NOT NULL",
-        f"GROUP BY {', '.join(columns)}",
-        "ORDER BY n DESC",
-        f"LIMIT {rng.randint(5, 500)};",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _bash(rng: random.Random) -> str:
-    lines = ["set -euo pipefail"]
-    for _ in range(rng.randint(2, 5)):
-        lines.append(
-            f"curl -sN http://127.0.0.1:{rng.randint(1024, 65535)}/v1/{rng.choice(_FILLER)}s | head -n {rng.randint(1, 50)}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _rust(rng: random.Random) -> str:
-    name = rng.choice(_FILLER)
-    lines = [
-        f"pub fn {name}_len(input: &[u8]) -> usize {{",
-        "    let mut total = 0;",
-        f"    for chunk in input.chunks({rng.randint(2, 64)}) {{",
-        "        total += chunk.iter().filter(|b| **b == b'\\n').count();",
-        "    }",
-        "    total",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
+def _paragraphs(text: str) -> Iterator[str]:
+    """Blocks separated by blank lines outside code fences, each with its blank line."""
+    block: list[str] = []
+    fenced = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        block.append(line)
+        if not fenced and line == "\n":
+            yield "".join(block)
+            block = []
+    if block:
+        yield "".join(block)

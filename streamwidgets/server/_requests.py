@@ -19,6 +19,9 @@ from ._tokens import count_tokens
 __all__ = ["DemoOptions", "DemoRequest", "parse_request"]
 
 _PER_MESSAGE_TOKENS = 4  # role and separators, as chat templates add them
+#: Characters of the question the demo model reads (its start and its end): enough to find what
+#: it is about, and a bound on every scenario's work whatever was pasted. Tokens count it all.
+_READ_CHARS = 4000
 _PRIMING_TOKENS = 3
 _IMAGE_TOKENS = 85
 
@@ -42,7 +45,8 @@ class DemoOptions:
 
 @dataclass(frozen=True)
 class DemoRequest:
-    """What the demo model reads from a request, whatever API it came through."""
+    """What the demo model reads from a request, whatever API it came through. `prompt` is the
+    last question, or its start and end when it is longer than the model reads."""
 
     api: str
     model: str
@@ -92,7 +96,7 @@ def parse_request(api: str, body: bytes | Mapping[str, Any], headers: Mapping[st
         api=api,
         model=model.strip(),
         stream=stream,
-        prompt=prompt,
+        prompt=_read_window(prompt),
         prompt_tokens=prompt_tokens + tool_tokens,
         history_tokens=history + tool_tokens,
         include_usage=include_usage,
@@ -112,15 +116,63 @@ _Tools = tuple[tuple[str, ...], tuple[str, ...], int]
 
 
 def _load(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The body as a JSON object. Bodies are untrusted: nesting is bounded (everything after
+    may recurse), numbers are bounded in digits, and `NaN`/`Infinity` are not JSON."""
     if isinstance(body, Mapping):
         return body
     try:
-        data = json.loads(body.decode("utf-8")) if body.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = body.decode("utf-8")
+        data = json.loads(text, parse_int=_integer, parse_constant=_constant) if text.strip() else None
+    except UnicodeDecodeError:
+        raise Rejection(400, "The body is not valid JSON: it is not UTF-8 text.", code="invalid_json") from None
+    except RecursionError:
+        raise _too_deep() from None
+    except json.JSONDecodeError as exc:
         raise Rejection(400, f"The body is not valid JSON: {exc}.", code="invalid_json") from None
+    if _deeper_than(data, _MAX_DEPTH):
+        raise _too_deep()
     if not isinstance(data, dict):
         raise Rejection(400, "The body must be a JSON object.", code="invalid_json")
     return data
+
+
+#: Levels of lists and objects in a body (tool schemas use a handful).
+_MAX_DEPTH = 64
+#: Digits of an integer in a body (Python's own limit, 4,300, is slow to reach and version-bound).
+_MAX_DIGITS = 64
+
+
+def _too_deep() -> Rejection:
+    return Rejection(400, f"The body is nested more than {_MAX_DEPTH} levels deep.", code="invalid_json")
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > _MAX_DIGITS:
+        raise Rejection(
+            400,
+            f"The body holds a number of {len(digits):,} digits; at most {_MAX_DIGITS} are accepted.",
+            code="invalid_json",
+        )
+    return int(digits)
+
+
+def _constant(name: str) -> float:
+    raise Rejection(400, f"The body is not valid JSON: {name} is not a JSON value.", code="invalid_json")
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether `data` nests lists and objects more than `limit` levels (without recursing)."""
+    level: list[Any] = [data] if isinstance(data, (dict, list)) else []
+    for _ in range(limit):
+        level = [
+            child
+            for value in level
+            for child in (value.values() if isinstance(value, dict) else value)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return bool(level)
 
 
 def _text_of(content: Any) -> tuple[str, int]:
@@ -258,6 +310,14 @@ def _continuation(turns: list[_Turn]) -> tuple[str, int]:
     ):
         return turns[-2][1], len(turns) - 2
     return "", len(turns)
+
+
+def _read_window(text: str) -> str:
+    """`text`, or its first and last `_READ_CHARS / 2` characters when it is longer."""
+    if len(text) <= _READ_CHARS:
+        return text
+    half = _READ_CHARS // 2
+    return f"{text[:half]}\n…\n{text[-half:]}"
 
 
 def _last_user_text(turns: list[_Turn]) -> tuple[str, int]:

@@ -86,7 +86,7 @@ class Router:
         path = url.path
         parts = [p for p in path.split("/") if p]
         if parts[:1] == ["_demo"]:
-            return self._demo(method, parts[1:], parse_qs(url.query))
+            return self._demo(method, path, parts[1:], parse_qs(url.query), nonce)
         if not parts:
             return _json(200, _about())
         flavor: Optional[Flavor] = None
@@ -96,13 +96,7 @@ class Router:
             flavor, rest = FLAVORS[parts[0]], parts[2:]
         api = _ENDPOINTS.get("/".join(rest)) if flavor is not None else None
         if flavor is None or api is None or (api == "completions" and not flavor.legacy_completions):
-            return _rejected(
-                Rejection(
-                    404, f"Unknown request URL: {method} {path}.", code="unknown_url", anthropic_type="not_found_error"
-                ),
-                "messages" if path.endswith("/messages") else "chat",
-                nonce,
-            )
+            return self.refuse(target, _unknown(method, path), nonce)
         if api == "models":
             if method != "GET":
                 return _not_allowed(method, path, "GET", nonce)
@@ -175,26 +169,28 @@ class Router:
             pacing.first_token_delay + generation,
         )
 
-    def _demo(self, method: str, rest: list[str], query: dict[str, list[str]]) -> Reply:
-        if rest == ["health"] and method == "GET":
+    def refuse(self, target: str, rejection: Rejection, nonce: str) -> JsonReply:
+        """The reply to a refused request, in the error envelope of the route it was sent to."""
+        return _rejected(rejection, "messages" if urlsplit(target).path.endswith("/messages") else "chat", nonce)
+
+    def _demo(self, method: str, path: str, rest: list[str], query: dict[str, list[str]], nonce: str) -> Reply:
+        if rest not in (["health"], ["connections"]):
+            return _rejected(_unknown(method, path), "chat", nonce)
+        if method != "GET":
+            return _not_allowed(method, path, "GET", nonce)
+        if rest == ["health"]:
             return _json(200, {"status": "ok"})
-        if rest == ["connections"] and method == "GET":
-            try:
-                after = int(query.get("after", ["0"])[0])
-            except ValueError:
-                after = 0
-            return _json(200, [record.to_json() for record in self._records(after)])
-        return _json(
-            404,
-            {
-                "error": {
-                    "message": "Unknown demo endpoint.",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": "unknown_url",
-                }
-            },
-        )
+        try:
+            after = int(query.get("after", ["0"])[0])
+        except ValueError:
+            after = 0
+        return _json(200, [record.to_json() for record in self._records(after)])
+
+
+def _unknown(method: str, path: str) -> Rejection:
+    return Rejection(
+        404, f"Unknown request URL: {method} {path}.", code="unknown_url", anthropic_type="not_found_error"
+    )
 
 
 def _json(status: int, payload: object, headers: tuple[tuple[str, str], ...] = ()) -> JsonReply:

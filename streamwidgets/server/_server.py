@@ -13,11 +13,11 @@ from types import TracebackType
 from typing import Any, Optional
 
 from ._flavors import FLAVORS
-from ._http import ConnectionHandler
+from ._http import ConnectionHandler, ServerLimits
 from ._records import ConnectionRecord, Registry
 from ._routes import Router
 
-__all__ = ["DemoServer", "start_server"]
+__all__ = ["DemoServer", "ServerLimits", "start_server"]
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
@@ -27,13 +27,16 @@ class DemoServer:
     """An OpenAI-, Responses- and Anthropic-compatible demo provider on a loopback port.
 
     `port=0` picks a free port; `url`, `base_url` and `port` are known once `start()` returned.
+    `limits` bounds each connection (timeouts, body size, how many at once); the defaults suit
+    every notebook and SDK, tests pass smaller ones.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, limits: Optional[ServerLimits] = None) -> None:
         self.host = host
         self.port = port
+        self.limits = limits = limits or ServerLimits()
         self._registry = Registry()
-        self._handler = ConnectionHandler(Router(self._registry.snapshot), self._registry)
+        self._handler = ConnectionHandler(Router(self._registry.snapshot), self._registry, limits)
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -138,6 +141,7 @@ class DemoServer:
             loop.run_forever()
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())  # requests still being read
             loop.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -4,11 +4,17 @@ The pieces only need to look and pace like real tokens (about four characters, a
 leading space, punctuation on its own), but they must be lossless: joined again they give the
 text back byte for byte, because the server streams exactly these pieces and reports their count
 as completion tokens.
+
+Both functions are linear in the text, whatever its shape: prompts are untrusted, and the server
+runs in the user's kernel, so one 2 MB "word" must cost milliseconds, not seconds. The pattern
+never backtracks over more than one run of the same kind of character, a long word is cut by
+index (never by re-slicing its rest), and `count_tokens` counts without cutting them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 __all__ = ["tokenize", "count_tokens"]
 
@@ -23,28 +29,39 @@ _PIECE = re.compile(
 )
 _LONGEST_WORD = 10  # letters; longer words come out in pieces of five
 _WORD_PIECE = 5
+_LAST_PIECE = _LONGEST_WORD - 2  # the last piece of a long word holds up to this many letters
 
 
 def tokenize(text: str) -> list[str]:
     """The token pieces of `text`; `"".join(tokenize(text)) == text` always holds."""
-    pieces: list[str] = []
-    for match in _PIECE.finditer(text):
-        piece = match.group()
-        if len(piece.lstrip()) > _LONGEST_WORD and piece.strip().isalpha():
-            # Long words come out of a BPE vocabulary in several sub-word pieces.
-            head = len(piece) - len(piece.lstrip()) + _WORD_PIECE
-            pieces.append(piece[:head])
-            rest = piece[head:]
-            while len(rest) > _LONGEST_WORD - 2:
-                pieces.append(rest[:_WORD_PIECE])
-                rest = rest[_WORD_PIECE:]
-            if rest:
-                pieces.append(rest)
-        else:
-            pieces.append(piece)
-    return pieces
+    return list(_pieces(text))
 
 
 def count_tokens(text: str) -> int:
-    """How many pieces `tokenize` would make, for prompt-token estimates."""
-    return len(tokenize(text))
+    """How many pieces `tokenize` would make, for prompt-token estimates (one scan, no pieces cut)."""
+    matches = _PIECE.findall(text)
+    return len(matches) + sum(_long_word(piece) - 1 for piece in matches if len(piece) > _LONGEST_WORD)
+
+
+def _pieces(text: str) -> Iterator[str]:
+    for piece in _PIECE.findall(text):
+        if len(piece) > _LONGEST_WORD and _long_word(piece) > 1:
+            # Long words come out of a BPE vocabulary in several sub-word pieces, cut by index.
+            cut = len(piece) - len(piece.lstrip(" ")) + _WORD_PIECE
+            yield piece[:cut]
+            while len(piece) - cut > _LAST_PIECE:
+                yield piece[cut : cut + _WORD_PIECE]
+                cut += _WORD_PIECE
+            yield piece[cut:]
+        else:
+            yield piece
+
+
+def _long_word(piece: str) -> int:
+    """How many pieces a matched piece is cut into: more than one for a word of letters only
+    (with its leading space) that is longer than `_LONGEST_WORD`."""
+    letters = len(piece.lstrip(" "))
+    if letters <= _LONGEST_WORD or not piece[-letters:].isalpha():
+        return 1
+    middle = max(0, -(-(letters - _WORD_PIECE - _LAST_PIECE) // _WORD_PIECE))
+    return 2 + middle

@@ -20,6 +20,7 @@ from typing import Any, Optional
 from ..client import StreamRequest, continue_request, stream_into
 from ..events import ErrorEvent
 from ..state import StreamState
+from .cells import number as cell_number
 from .scheduler import FrameScheduler
 from .view import StreamView
 
@@ -87,6 +88,10 @@ class StreamHandle:
         self._done_callbacks: list[Callable[[StreamHandle], None]] = []
         #: The IPython execution count of the cell whose output shows the view (see `_ipython_display_`).
         self.displayed_in: Optional[int] = None
+        #: Which cell started the current part (`cells.number()`), and what saves the answer in
+        #: the output that shows it (set by `show()`; None when nothing was displayed).
+        self.started_in = 0
+        self._save: Optional[Callable[[StreamHandle, Optional[str]], None]] = None
         if view is not None:
             view.redact = self._redact
             view.on_cancel(self.cancel)
@@ -157,6 +162,18 @@ class StreamHandle:
         """Call `callback(handle)` each time a part ends (after the view's final frame)."""
         self._done_callbacks.append(callback)
 
+    def save_with(self, save: Callable[[StreamHandle, Optional[str]], None]) -> None:
+        """`save(handle, None)` puts the answer in the output that shows it when a part ends;
+        `save_partial(note)` calls `save(handle, note)` with the answer so far."""
+        self._save = save
+        self.add_done_callback(lambda handle: save(handle, None))
+
+    def save_partial(self, note: str) -> None:
+        """Save the answer so far in its output, saying in `note` why it is not the whole one
+        (a notebook runner ended while it still streamed)."""
+        if self._save is not None and not self.done:
+            self._save(self, note)
+
     def __await__(self) -> Generator[Any, None, StreamState]:
         return self._wait().__await__()
 
@@ -173,6 +190,7 @@ class StreamHandle:
     def _start(self, runner: Runner) -> None:
         loop = asyncio.get_running_loop()
         self._loop = loop
+        self.started_in = cell_number()
         state = self._state
         if self._view is not None:
             assert self._scheduler is not None

@@ -25,6 +25,8 @@ from ..recording import recording_meta, replay_into
 from ..sdk import sdk_into
 from ..state import StreamState
 from ..terminal import TerminalPrinter
+from .cells import deliver
+from .cells import watch as watch_cells
 from .fallback import final_bundle, placeholder_bundle
 from .handle import Runner, StreamHandle, scrub
 from .scheduler import scheduler_for
@@ -195,6 +197,7 @@ def show_runner(
     from IPython.display import display as show_output
     from IPython.display import update_display
 
+    watch_cells(shell)
     view = StreamView(**view_options)
     handle = StreamHandle(runner, view=view, scheduler=scheduler_for(loop), request=request)
     if not display:
@@ -204,11 +207,11 @@ def show_runner(
     show_output(placeholder_bundle(view.widget, model), raw=True, display_id=display_id)
     handle.displayed_in = getattr(shell, "execution_count", None)
 
-    def publish_answer(done: StreamHandle) -> None:
-        bundle = final_bundle(view.widget, done.text, done.state, model, view_options.get("badge"))
-        update_display(bundle, raw=True, display_id=display_id)
+    def save(_handle: StreamHandle, note: Optional[str]) -> None:
+        bundle = final_bundle(view, model, view_options.get("badge"), note)
+        deliver(lambda: update_display(bundle, raw=True, display_id=display_id), view.widget)  # see `cells`
 
-    handle.add_done_callback(publish_answer)
+    handle.save_with(save)
     return handle
 
 

@@ -18,7 +18,10 @@ that gets re-sent grows without bound, and all widgets share one `Layout` and on
 a new `HTML` widget opens one comm instead of three.
 
 Because each widget holds whole segments, every widget is well-formed HTML on its own and `html`
-(the values joined) is exactly `render_markdown(text)` after `finish`.
+(the values joined) is exactly `render_markdown(text)` after `finish`. While the text grows, its
+last block is shown healed (see `streamwidgets.heal`): no stray `**`, backtick, half link or
+raw formula delimiter; `finish(text, cut_off=True)` keeps that healed form for an answer that
+stopped short, so its dangling markers stay out of view (the text itself is untouched).
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ class MarkdownPane:
 
     `update(text)` takes the full text so far (the view calls it at most ~20 times a second),
     `finish(text)` the final text, `set_citations(urls)` the sources `[n]` markers link to.
-    `seal_at` fixes the seal threshold (characters of HTML) instead of adapting it.
+    `seal_at` fixes the seal threshold (characters of HTML) instead of adapting it; `heal=False`
+    shows the tail exactly as the text so far renders.
     """
 
     def __init__(
@@ -70,8 +74,9 @@ class MarkdownPane:
         *,
         seal_at: Optional[int] = None,
         page_size: int = 16,
+        heal: bool = True,
     ) -> None:
-        self._markdown = IncrementalMarkdown(citations)
+        self._markdown = IncrementalMarkdown(citations, heal=heal)
         self._segments: list[str] = list(self._markdown.segments)
         self._seal_at = seal_at
         self._page_size = page_size
@@ -101,9 +106,10 @@ class MarkdownPane:
         """Show the text so far."""
         self._apply(self._markdown.update(text))
 
-    def finish(self, text: str) -> None:
-        """Show the final text, exactly as `render_markdown` renders it."""
-        self._apply(self._markdown.finish(text))
+    def finish(self, text: str, cut_off: bool = False) -> None:
+        """Show the final text, exactly as `render_markdown` renders it; `cut_off` (the answer
+        stopped short) leaves its last block healed, without the markers the cut left dangling."""
+        self._apply(self._markdown.finish(text, cut_off))
 
     def set_citations(self, urls: Optional[Sequence[str]]) -> None:
         """Link `[n]` markers to these source URLs (re-renders only blocks with changed markers)."""

@@ -23,6 +23,8 @@ import weakref
 from collections.abc import Callable
 from typing import Optional, Protocol
 
+from .cells import in_cell, touched
+
 __all__ = ["Drawable", "FrameScheduler", "scheduler_for"]
 
 _MIN_WAIT = 0.001
@@ -150,7 +152,9 @@ class FrameScheduler:
     # ------------------------------------------------------------------ frames
 
     def _draw(self, view: Drawable, now: float, *, final: bool = False) -> int:
-        sent = view.refresh(now, final=final)
+        sent = in_cell(view.refresh, now, final=final)  # the running cell's output (see `cells`)
+        if sent:
+            touched(getattr(view, "widget", None))
         self._tokens -= sent
         self.messages += sent
         self.frames += 1

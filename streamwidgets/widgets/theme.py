@@ -15,6 +15,7 @@ from typing import TypeVar
 import ipywidgets as w
 
 from ..markdown import CODE_CHUNK_CLASS, PYGMENTS_CSS
+from ..mathml import MATH_CSS
 
 __all__ = ["STYLESHEET", "HIDDEN", "stylesheet_widget"]
 
@@ -185,7 +186,7 @@ _SOURCE = """
 #: The sheet as sent: the rules above plus code highlighting, without comments and indentation
 #: (it crosses the wire once per kernel, so its comments stay here).
 _RULES = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", _SOURCE, flags=re.S)).strip()
-STYLESHEET = _RULES.replace("{chunk}", CODE_CHUNK_CLASS) + "\n" + PYGMENTS_CSS
+STYLESHEET = _RULES.replace("{chunk}", CODE_CHUNK_CLASS) + "\n" + PYGMENTS_CSS + "\n" + MATH_CSS
 
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
 #: Held for the kernel's life (a handful of small models; dropping them with the last view would

@@ -7,6 +7,7 @@ broken stream by — and the meter says plainly that it is an estimate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 from .. import formatting
@@ -18,8 +19,11 @@ from .traffic import Cost
 __all__ = ["UsageMeter", "usage_html"]
 
 
-def usage_html(state: StreamState, *, max_tokens: Optional[int] = None, sparkline: str = "") -> str:
-    """ "" when there is nothing to say yet (no usage and no token). `sparkline` is the view's
+def usage_html(
+    state: StreamState, *, max_tokens: Optional[int] = None, earlier: Sequence[StreamState] = (), sparkline: str = ""
+) -> str:
+    """ "" when there is nothing to say yet (no usage and no token). `earlier` are the parts
+    before a Continue: the line then ends with the totals of all parts. `sparkline` is the view's
     tokens-per-100-ms trace (`sparkline.sparkline_svg`), shown after the counts."""
     usage = state.usage
     tokens, estimated = state.completion_tokens
@@ -43,10 +47,26 @@ def usage_html(state: StreamState, *, max_tokens: Optional[int] = None, sparklin
             parts.append(f"total {formatting.count(usage.total_tokens)}")
         if usage.cost is not None:
             parts.append(f"cost {escape_html(formatting.cost(usage.cost))}")
+    if earlier:
+        parts.append(_totals([*earlier, state]))
     line = "".join(f"<span>{part}</span>" for part in parts)
     if sparkline:
         line += f'<span class="sw-trace">{sparkline}</span>'
     return f'<div class="sw-usage-line">{line}</div>{_limit_bar(tokens, estimated, max_tokens)}'
+
+
+def _totals(states: Sequence[StreamState]) -> str:
+    """ "all 2 parts: prompt 1,024 · completion 812 · cost $0.002" — each part was billed on its own."""
+    counts = [s.completion_tokens for s in states]
+    about = "≈ " if any(estimated for _, estimated in counts) else ""
+    words = [f"completion {about}{formatting.count(sum(n for n, _ in counts))}"]
+    prompts = [s.usage.prompt_tokens if s.usage is not None else None for s in states]
+    if all(p is not None for p in prompts):
+        words.insert(0, f"prompt {formatting.count(sum(p for p in prompts if p is not None))}")
+    costs = [s.usage.cost if s.usage is not None else None for s in states]
+    if all(c is not None for c in costs):
+        words.append(f"cost {escape_html(formatting.cost(sum(c for c in costs if c is not None)))}")
+    return f'<span class="sw-usage-total">all {len(states)} parts: {" · ".join(words)}</span>'
 
 
 def _limit_bar(tokens: int, estimated: bool, max_tokens: Optional[int]) -> str:
@@ -69,6 +89,13 @@ class UsageMeter:
     def __init__(self, parts: Parts) -> None:
         self.widget = parts.html("sw-usage", hidden=True)
 
-    def render(self, state: StreamState, *, max_tokens: Optional[int], sparkline: str = "") -> Cost:
-        html = usage_html(state, max_tokens=max_tokens, sparkline=sparkline)
+    def render(
+        self,
+        state: StreamState,
+        *,
+        max_tokens: Optional[int],
+        earlier: Sequence[StreamState] = (),
+        sparkline: str = "",
+    ) -> Cost:
+        html = usage_html(state, max_tokens=max_tokens, earlier=earlier, sparkline=sparkline)
         return set_traits(self.widget, value=html, _dom_classes=visible_classes(self.widget, bool(html)))

@@ -269,7 +269,7 @@ class StreamView:
         if length != self._answer_length or (final and not self._answer_finished):
             before = snapshot(self.answer.widget)
             if final:
-                self.answer.finish(text)
+                self.answer.finish(text, cut_off=state.can_continue)
                 self._answer_finished = True
             else:
                 self.answer.update(text)
@@ -340,7 +340,7 @@ class StreamView:
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
         sent = self._draw_header(state, now)
         trace = sparkline_svg(self.trace.per_bin()) if self.trace is not None else ""
-        sent += self.usage.render(state, max_tokens=self._max_tokens, sparkline=trace)
+        sent += self.usage.render(state, max_tokens=self._max_tokens, earlier=self._segments[:-1], sparkline=trace)
         html = problem_html(state, can_continue=self.can_continue, redact=self.redact)
         if self.problems is not None:
             sent += self.problems.show(html)
@@ -397,6 +397,13 @@ class StreamView:
         self._answer_length = len(self._carried_text)
         self._answer_finished = False
         self._cited = -1
+
+    def answer_html(self) -> str:
+        """The answer as the pane shows it (the static output reuses this render): a state not
+        drawn yet is drawn first."""
+        if self.dirty:
+            self.refresh()
+        return self.answer.html
 
     def __repr__(self) -> str:
         return f"<StreamView {self.state.phase} {len(self.text)} chars, part {len(self._segments)}>"

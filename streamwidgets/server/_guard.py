@@ -1,0 +1,107 @@
+"""Who may talk to the embedded provider: checks on a request's headers, before its body is read.
+
+The server listens on loopback inside the user's kernel, and the user's browser is on the same
+machine: any web page they open could send requests to it. Three rules keep pages out, as
+Jupyter Server does for itself:
+
+- `Host` must name this server (a loopback name or the address the connection came in on, with
+  the server's port). A page on `evil.example` that DNS-rebinds its name to 127.0.0.1 sends
+  `Host: evil.example`, and so can read nothing (`/_demo/connections` included).
+- A request with an `Origin` header must come from the server's own origin; browsers send
+  `Origin` with every cross-origin request, scripts and SDKs send none.
+- A request with a body must say `Content-Type: application/json`. A page may POST `text/plain`
+  without asking first; `application/json` makes the browser send a CORS preflight, which this
+  server refuses (it sends no `Access-Control-Allow-*` header at all).
+
+A `Content-Length` beyond the body limit is refused here too, before a byte of the body is read.
+Pure: headers in, a `Rejection` or None out.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Optional
+
+from ._errors import Rejection
+
+__all__ = ["refusal", "too_large", "LOOPBACK_NAMES"]
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_QUOTED = 80  # characters of a foreign header value quoted back in a message
+
+
+def refusal(method: str, headers: Mapping[str, str], *, local: tuple[str, int], max_body: int) -> Optional[Rejection]:
+    """Why this request must be refused, or None. `local` is the (address, port) the connection
+    came in on; `headers` have lower-case names."""
+    address, port = local
+    names = {*LOOPBACK_NAMES, _bracketed(address)}
+    host = headers.get("host", "")
+    if _host_name(host, port) not in names:
+        return Rejection(
+            403,
+            f"This demo server answers only requests addressed to it (Host {LOOPBACK_NAMES[0]}:{port} or "
+            f"localhost:{port}), not to {_quote(host)}.",
+            type="permission_error",
+            code="host_not_allowed",
+            anthropic_type="permission_error",
+        )
+    origin = headers.get("origin")
+    if origin is not None and _host_name(origin.lower().removeprefix("http://"), port) not in names:
+        return Rejection(
+            403,
+            f"Cross-origin requests are refused: the demo server answers scripts and SDKs, not web pages "
+            f"(Origin {_quote(origin)}).",
+            type="permission_error",
+            code="origin_not_allowed",
+            anthropic_type="permission_error",
+        )
+    length = headers.get("content-length", "")
+    if length.isdigit() and int(length) > max_body:
+        return too_large(max_body)
+    if method == "POST" or length not in ("", "0") or "transfer-encoding" in headers:
+        media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            return Rejection(
+                415,
+                f"The body must be JSON sent with Content-Type: application/json, not {_quote(media or 'none')}.",
+                code="unsupported_media_type",
+            )
+    return None
+
+
+def too_large(max_body: int) -> Rejection:
+    """The rejection of a body found too large while it is read (a chunked body has no length)."""
+    return Rejection(
+        413,
+        f"The request body is larger than this demo server accepts ({max_body:,} bytes).",
+        code="request_too_large",
+        anthropic_type="request_too_large",
+    )
+
+
+def _host_name(host: str, port: int) -> Optional[str]:
+    """The name in a `Host` value if its port is `port` (80 when it names none), else None."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name, _, rest = host.partition("]")
+        name += "]"
+        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else None)
+    else:
+        name, _, port_text = host.partition(":")
+    if port_text is None or (port_text and not port_text.isdigit()):
+        return None
+    return name if int(port_text or 80) == port else None
+
+
+def _bracketed(address: str) -> str:
+    """An address as it appears in a `Host` header: IPv6 in brackets."""
+    try:
+        return f"[{address}]" if ipaddress.ip_address(address).version == 6 else address
+    except ValueError:
+        return address.lower()
+
+
+def _quote(value: str) -> str:
+    value = value if len(value) <= _QUOTED else value[:_QUOTED] + "..."
+    return repr(value)
