@@ -68,3 +68,20 @@ quiet_jupyterlab() {
 }
 JSON
 }
+
+setup_litellm() {
+  # The class gateway's test runs a real LiteLLM proxy. LiteLLM pins its own versions of httpx,
+  # pydantic, openai...: it gets its own venv, outside the repo (never in .venv). About 90 s once,
+  # then nothing (a stamp holds the version). 1.106.12: later extras need a package that is not on
+  # the index here, and 1.107 was withdrawn.
+  local venv="${SW_LITELLM_VENV:-$HOME/.cache/streamwidgets/litellm-venv}"
+  local want="litellm[proxy]==1.106.12"
+  if [ -x "$venv/bin/litellm" ] && grep -qxF "$want" "$venv/.streamwidgets-installed" 2>/dev/null; then
+    return
+  fi
+  echo "== LiteLLM proxy in its own venv: $venv ($want)"
+  python3 -m venv "$venv"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q "$want" 2>&1 | grep -v "^WARNING: Location" || true
+  "$venv/bin/litellm" --help >/dev/null
+  echo "$want" > "$venv/.streamwidgets-installed"
+}

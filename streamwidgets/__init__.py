@@ -25,6 +25,12 @@ _EXPORTS = {
     "ChatPanel": "widgets.chat",
     "cancel_all": "widgets.handle",
     "set_defaults": "widgets.defaults",
+    # in the classroom
+    "compare": "widgets.compare",
+    "Comparison": "widgets.compare",
+    "log_to": "classlog",
+    "log_report": "classlog",
+    "load_ipython_extension": "magic",
     # streaming without a view
     "make_request": "client",
     "StreamRequest": "client",
@@ -65,6 +71,11 @@ __all__ = [
     "ChatPanel",
     "cancel_all",
     "set_defaults",
+    "compare",
+    "Comparison",
+    "log_to",
+    "log_report",
+    "load_ipython_extension",
     "make_request",
     "StreamRequest",
     "arun",
@@ -104,14 +115,17 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .classlog import log_report, log_to
     from .client import Chat, StreamRequest, arun, astream, continue_request, make_request, run, stream_into
     from .errors import HTTPStatusError, IncompleteStreamError, StreamError
     from .events import Source, Usage
+    from .magic import load_ipython_extension
     from .providers import PROVIDERS, Provider, get_provider
     from .recording import replay_into
     from .sdk import sdk_into
     from .state import StreamErrorInfo, StreamState, ToolCall
     from .widgets.chat import ChatPanel
+    from .widgets.compare import Comparison, compare
     from .widgets.defaults import set_defaults
     from .widgets.handle import StreamHandle, cancel_all
     from .widgets.launch import show, show_replay, show_sdk

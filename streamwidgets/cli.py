@@ -46,7 +46,7 @@ async def _ask(args: argparse.Namespace, prompt: str) -> int:
     if request.offline_note:
         print(f"({request.offline_note})", file=sys.stderr)
     state = StreamState()
-    printer = TerminalPrinter(state, sys.stdout, redact=request.redact)
+    printer = TerminalPrinter(state, sys.stdout, redact=request.redact, status=sys.stderr)
     await stream_into(request, state, notify=printer.notify, record=args.record)
     printer.finish()
     return 0 if state.status == "complete" else 1

@@ -35,6 +35,7 @@ from .feed import Feed, Item, StreamBroke, drain
 from .limits import DEFAULT_LIMITS, Limits
 from .providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from .recording import Recorder
+from .retry import DEFAULT_RETRIES, RetryPolicy, retrying, wait_hint
 from .sse import is_event_stream
 from .state import StreamState, joined_text
 
@@ -112,6 +113,9 @@ class StreamRequest:
     offline_note: Optional[str] = None
     #: Text the answer continues (a Continue after an incomplete answer); shown before it.
     prefix: str = ""
+    #: Tries after the first when the provider turns the request away before any event (429,
+    #: 503, 529) or it cannot connect; 0 disables (`retry.py`). Never after the first byte.
+    retries: int = DEFAULT_RETRIES
     #: How much of the stream is kept, and for how long it is read (`limits.Limits`).
     limits: Limits = DEFAULT_LIMITS
 
@@ -180,6 +184,7 @@ def make_request(
     offline: Optional[bool] = None,
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
     deadline: Optional[float] = DEFAULT_LIMITS.deadline,
     max_answer_chars: int = DEFAULT_LIMITS.answer_chars,
     max_event_chars: int = DEFAULT_LIMITS.event_chars,
@@ -194,7 +199,9 @@ def make_request(
     imitation of the preset; `offline=None` (the default) does so only when no key is found — and
     says so in the view — so that a notebook runs anywhere. `include_usage` asks a chat server
     for its usage chunk (default: the preset's `stream_options`; pass False for a server that
-    rejects unknown fields). The limits (`limits.Limits`, each with a default no lesson reaches):
+    rejects unknown fields). `retries` bounds the tries after a 429/503/529 or a failed connect
+    before the first event (waiting as the provider asks; 0: no retry). The limits
+    (`limits.Limits`, each with a default no lesson reaches):
     `deadline=` seconds for the whole answer (default None: none; `stall_timeout=` still ends a
     stream that sends nothing), `max_answer_chars=` (4,000,000) of answer kept and shown,
     `max_event_chars=` (16 MiB) of one SSE event, `max_warnings=` (100) kept. Any other keyword
@@ -226,7 +233,8 @@ def make_request(
         elif preset.base_url is None:
             raise ValueError(f"provider {preset.name!r} has no base URL; pass base_url=")
         else:
-            base_url = preset.base_url
+            base_url = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url
+            _check_base_url(base_url)
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
     if not model and note is not None:
         model = "demo"  # offline, any name will do: the embedded provider answers them all
@@ -243,6 +251,7 @@ def make_request(
         stall_timeout=stall_timeout,
         include_usage=preset.stream_options if include_usage is None else include_usage,
         offline_note=note,
+        retries=RetryPolicy(retries).retries,  # checked here, not at the first 429
         limits=limits,
     )
 
@@ -335,8 +344,15 @@ async def stream_into(
     recorder = Recorder(record, request) if record is not None else None
     try:
         async with _client(client, request) as http:
+            items = retrying(
+                lambda: _response_items(http, request, feed.normalizer, recorder),
+                RetryPolicy(request.retries),
+                state,
+                notify=feed.notify,
+                restart=recorder.restart if recorder is not None else None,
+            )
             return await drain(
-                _response_items(http, request, feed.normalizer, recorder),
+                items,
                 feed,
                 ended=None,
                 describe=lambda exc: ErrorEvent(request.redact(f"{type(exc).__name__}: {exc}"), "client_error"),
@@ -388,6 +404,8 @@ async def _response_items(
                 if recorder is not None:
                     recorder.response(response.status_code, body)
                 error = error_from_http(response.status_code, body, response.headers)
+                if error.retry_after is None:  # the provider's own reset headers or error fields
+                    error.retry_after = wait_hint(response.headers, body)
                 yield [replace(error, message=f"{error.message} ({cut})") if cut else error]
                 return
             content_type = response.headers.get("content-type", "")

@@ -77,6 +77,8 @@ class Provider:
     #: Extra HTTP headers (never the key).
     headers: tuple[tuple[str, str], ...] = field(default=())
     note: str = ""
+    #: The environment variable that can hold the base URL (a gateway the teacher runs).
+    base_url_env: Optional[str] = None
 
     @property
     def default_api(self) -> Api:
@@ -220,6 +222,18 @@ PROVIDERS: dict[str, Provider] = {
             None,
             key_optional=True,
             local_server="vLLM (`vllm serve`)",
+        ),
+        Provider(
+            "litellm",
+            "http://127.0.0.1:4000/v1",
+            "LITELLM_API_KEY",
+            ("chat", "responses", "messages"),
+            None,
+            model_env="LITELLM_MODEL",
+            auth=BEARER,  # a virtual key is a bearer token on every route, /v1/messages too
+            local_server="the LiteLLM proxy (`litellm --config config.yaml`)",
+            note="a class gateway: the teacher's proxy, a virtual key per student (`LITELLM_BASE_URL`)",
+            base_url_env="LITELLM_BASE_URL",
         ),
     ]
 }

@@ -80,6 +80,14 @@ class Recorder:
                 "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
         )
+        self._header_end = self._file.tell()
+
+    def restart(self) -> None:
+        """Forget what came after the header: a try the provider turned away and that was
+        retried (`retry.py`) is not part of the answer."""
+        self._file.seek(self._header_end)
+        self._file.truncate()
+        self._start = time.monotonic()
 
     def chunk(self, data: bytes) -> None:
         self._write({"t": self._elapsed(), "data": base64.b64encode(data).decode("ascii")})

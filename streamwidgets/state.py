@@ -34,6 +34,7 @@ __all__ = [
     "StreamState",
     "ToolCall",
     "StreamErrorInfo",
+    "RetryNote",
     "Warnings",
     "normalize_finish_reason",
     "joined_text",
@@ -186,6 +187,18 @@ class StreamErrorInfo:
         return " ".join(parts)
 
 
+@dataclass(frozen=True)
+class RetryNote:
+    """Tries before the first token (`retry.py`): how many were made, of how many allowed
+    (`retries` after the first), and — while waiting for the next one — until when (on the
+    client's clock) and why, in the words the view shows ("rate limited by the provider")."""
+
+    tries: int
+    reason: str
+    until: Optional[float] = None
+    retries: int = 0
+
+
 @dataclass
 class StreamState:
     """Everything known about one streamed answer so far.
@@ -218,6 +231,9 @@ class StreamState:
     ended_at: Optional[float] = None
     #: Bumped on every change, so that a view can skip frames where nothing happened.
     version: int = 0
+    #: Set only when a try was turned away and retried (`retry.py`). Not set by `__init__`: an
+    #: answer that never retried reads the class default and has no instance attribute for it.
+    retry: Optional[RetryNote] = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Every growing text is a list of pieces joined when read: linear however it is cut.
@@ -464,6 +480,11 @@ class StreamState:
             self.response_id = event.response_id or self.response_id
         elif type(event) is Problem:
             self.warnings.append(event.message)
+
+    def retrying(self, note: RetryNote) -> None:
+        """A try was turned away (or the next one begins): say so, before any event arrived."""
+        self.retry = note
+        self.version += 1
 
     def note(self, message: str) -> None:
         """Keep a warning even after the end (a view that failed to draw, a late surprise)."""

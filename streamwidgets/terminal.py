@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Optional, TextIO
 
 from . import formatting
 from .formatting import STATUS_WORDS
@@ -37,17 +37,29 @@ class TerminalPrinter:
         interval: float = 0.05,
         redact: Callable[[str], str] = lambda text: text,
         clock: Callable[[], float] = time.monotonic,
+        status: Optional[TextIO] = None,
     ) -> None:
         self._state = state
         self._out = out
+        #: Where the wait before a retry is said (the CLI: stderr, so stdout stays the answer).
+        self._status = status if status is not None else out
         self._interval = interval
         self._redact = redact
         self._clock = clock
         self._written = 0
         self._last = float("-inf")
         self._thinking_said = False
+        self._retry_said = 0
 
     def notify(self) -> None:
+        retry = self._state.retry
+        if retry is not None and retry.until is not None and retry.tries > self._retry_said:
+            self._retry_said = retry.tries  # a countdown has no frames here: say it once per wait
+            wait = max(0.0, retry.until - self._clock())
+            self._status.write(
+                f"({retry.reason} — retrying in {wait:.0f} s, try {retry.tries + 1} of {retry.retries + 1})\n"
+            )
+            self._status.flush()
         now = self._clock()
         if now - self._last >= self._interval:
             self._last = now
@@ -76,6 +88,8 @@ class TerminalPrinter:
                 parts.append(formatting.cost(state.usage.cost))
             if state.tokens_per_second:
                 parts.append(formatting.rate(state.tokens_per_second))
+            if state.retry is not None and state.retry.tries > 1:
+                parts.append(f"after {state.retry.tries} tries")
             lines.append(f"[{' · '.join(parts)}]")
         for line in lines:
             self._out.write(printable(line) + "\n")

@@ -37,6 +37,7 @@ EXPECTED = {
     "ollama": ("http://127.0.0.1:11434/v1", {"chat": BEARER, "responses": BEARER}),
     "llamacpp": ("http://127.0.0.1:8080/v1", {"chat": BEARER}),
     "vllm": ("http://127.0.0.1:8000/v1", {"chat": BEARER, "responses": BEARER}),
+    "litellm": ("http://127.0.0.1:4000/v1", {"chat": BEARER, "responses": BEARER, "messages": BEARER}),
 }
 #: Servers that reject `stream_options`, or send usage without being asked.
 NO_STREAM_OPTIONS = {"mistral", "perplexity", "anthropic"}
@@ -50,6 +51,17 @@ REFUSED = [(name, api) for name, (_, apis) in EXPECTED.items() for api in APIS i
 
 def test_the_table_covers_every_preset():
     assert set(EXPECTED) == set(PROVIDERS)
+
+
+def test_a_gateway_preset_reads_its_address_from_the_environment(monkeypatch):
+    monkeypatch.setenv("LITELLM_BASE_URL", "http://hub.example:4000/v1")
+    assert (
+        make_request("hi", provider="litellm", api_key=KEY, model="m").url
+        == "http://hub.example:4000/v1/chat/completions"
+    )
+    monkeypatch.setenv("LITELLM_BASE_URL", "hub.example:4000")
+    with pytest.raises(ValueError, match="needs its scheme"):
+        make_request("hi", provider="litellm", api_key=KEY, model="m")
 
 
 def build(name, api, **kw):

@@ -12,6 +12,7 @@ the same messages a kernel would publish on iopub.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -135,10 +136,17 @@ FORBIDDEN_TAGS = {
 URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "poster", "background", "srcset"}
 
 
+#: The one SVG a pane may hold: the usage meter's sparkline, made of numbers only — the svg with
+#: these attributes, and inside it a title and one path of bars drawn with numbers only.
+_SPARKLINE_ATTRS = {"class", "role", "aria-label", "width", "height", "viewbox", "preserveaspectratio", "fill"}
+_PATH = re.compile(r"^[MVh0-9. ]*$")
+
+
 class _Audit(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.problems: list[str] = []
+        self._in_sparkline = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
         self._check(tag, attrs)
@@ -146,7 +154,27 @@ class _Audit(HTMLParser):
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
         self._check(tag, attrs)
 
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self._in_sparkline = False
+
+    def _sparkline(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> bool:
+        """The sparkline's own markup (checked strictly), which is no problem."""
+        names = {name for name, _ in attrs}
+        if tag == "svg" and dict(attrs).get("class") == "sw-sparkline" and names <= _SPARKLINE_ATTRS:
+            self._in_sparkline = True
+            return dict(attrs).get("fill") in (None, "currentColor")
+        if not self._in_sparkline:
+            return False
+        if tag == "title" and not attrs:
+            return True
+        return tag == "path" and names == {"d"} and bool(_PATH.match(dict(attrs)["d"] or ""))
+
     def _check(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        if self._sparkline(tag, attrs):
+            return
+        if self._in_sparkline:
+            self.problems.append(f"<{tag}> inside the sparkline")
         if tag in FORBIDDEN_TAGS:
             self.problems.append(f"<{tag}> tag")
         if tag == "style":

@@ -22,7 +22,7 @@ from ._messages import message_object, messages_stream
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._responses import response_object, responses_stream
-from ._scenarios import SCENARIOS, Pacing, Script, build_script
+from ._scenarios import SCENARIOS, Pacing, Script, TryCounter, build_script
 
 __all__ = ["Router", "JsonReply", "StreamReply", "SilentReply", "Reply"]
 
@@ -77,6 +77,7 @@ class Router:
 
     def __init__(self, records: Callable[[int], list[ConnectionRecord]]) -> None:
         self._records = records
+        self._tries = TryCounter()  # the turned-away scenarios (demo-ratelimit) count tries
 
     def route(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes, *, now: float, nonce: str
@@ -111,7 +112,7 @@ class Router:
                     param="stream",
                     code="stream_not_supported",
                 )
-            script = build_script(request, now=now, nonce=nonce)
+            script = build_script(request, now=now, nonce=nonce, tries=self._tries.try_of(request))
             if script.rejection is not None:
                 raise script.rejection
         except Rejection as rejection:

@@ -35,6 +35,7 @@ __all__ = [
     "Pacing",
     "build_script",
     "resolve_model",
+    "TryCounter",
 ]
 
 
@@ -69,8 +70,37 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("demo-malformed", "one event with invalid JSON in the middle; the stream then ends properly"),
         Scenario("demo-xss", "hostile HTML and URLs in the text, reasoning, sources and a tool call"),
         Scenario("demo-length", "cut by the token limit: length / max_tokens / response.incomplete"),
+        # Three models that differ in pace and style, for `sw.compare` in class.
+        Scenario(
+            "demo-fast",
+            "a small, quick model: the short version of the answer, 250 tokens/s, first token at 0.1 s",
+            tokens_per_second=250.0,
+            first_token_delay=0.1,
+        ),
+        Scenario(
+            "demo-deep",
+            "a large, careful model: reasoning, the full answer and a summary, 30 tokens/s, first token at 1.2 s",
+            tokens_per_second=30.0,
+            first_token_delay=1.2,
+        ),
+        # Turned away before any stream, then answered: what `retries=` is for.
+        Scenario(
+            "demo-ratelimit",
+            "HTTP 429 with Retry-After: 2 for the first try of a prompt, then the demo answer",
+            first_token_delay=0.2,
+        ),
+        Scenario(
+            "demo-overloaded",
+            "HTTP 503 with Retry-After: 1 for the first 2 tries of a prompt, then the demo answer",
+            first_token_delay=0.2,
+        ),
     )
 }
+
+#: Turned-away scenarios: (HTTP status, tries turned away, Retry-After seconds). The server counts
+#: the tries of each prompt (`TryCounter`); the cycle starts over after an answer, so that running
+#: the cell again shows the wait again.
+_TURNED_AWAY = {"demo-ratelimit": (429, 1, 2), "demo-overloaded": (503, 2, 1)}
 
 _DEFAULT_LONG_TOKENS = 20_000
 _DEFAULT_LENGTH_LIMIT = 60
@@ -204,8 +234,33 @@ def resolve_model(model: str) -> tuple[str, bool]:
     return name, online
 
 
-def build_script(request: DemoRequest, *, now: float, nonce: str) -> Script:
-    """The script for `request`. `now` (wall clock) and `nonce` make ids and timestamps.
+class TryCounter:
+    """Which try of its prompt a request is, for the scenarios that turn the first ones away.
+
+    The one piece of memory the demo model has (per server): counted by model and prompt, and
+    only for those scenarios. `try_of(request)` is 1 for the first try, and starts over once a
+    try got through.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str], int] = {}
+
+    def try_of(self, request: DemoRequest) -> int:
+        name, _online = resolve_model(request.model)
+        turned_away = _TURNED_AWAY.get(name)
+        if turned_away is None:
+            return 1
+        key = (name, request.prompt, request.options.seed or "")
+        tries = self._seen.get(key, 0) % (turned_away[1] + 1) + 1
+        self._seen[key] = tries
+        if len(self._seen) > 10_000:  # a long-running server forgets the oldest prompts
+            self._seen.pop(next(iter(self._seen)))
+        return tries
+
+
+def build_script(request: DemoRequest, *, now: float, nonce: str, tries: int = 1) -> Script:
+    """The script for `request`. `now` (wall clock) and `nonce` make ids and timestamps;
+    `tries` is which try of its prompt this is (`TryCounter`: the turned-away scenarios).
 
     With a `demo.seed` both are ignored, so that the same request gives the same bytes.
     """
@@ -227,6 +282,16 @@ def build_script(request: DemoRequest, *, now: float, nonce: str) -> Script:
     if scenario_name.startswith("demo-http-"):
         rejection = scripted_rejection(int(scenario_name.rsplit("-", 1)[1]))
         return _replace(base, rejection=rejection)
+    if scenario_name in _TURNED_AWAY:
+        status, turned_away, retry_after = _TURNED_AWAY[scenario_name]
+        if tries <= turned_away:
+            rejection = scripted_rejection(status)
+            rejection.retry_after = retry_after
+            rejection.message = (
+                f"{rejection.message.split(' (')[0]} (The demo server turns away the first {turned_away} "
+                f"tries of each prompt for {scenario_name}; this was try {tries}.)"
+            )
+            return _replace(base, rejection=rejection)
     scenario = SCENARIOS[scenario_name]
     seed = request.prompt if options.seed is None else f"{options.seed}|{request.prompt}"
     script = _SCRIPTERS[scenario_name](base, request, seed)
@@ -278,6 +343,25 @@ def _mentions(text: str, keyword: str) -> bool:
 
 def _plain(base: Script, request: DemoRequest, seed: str) -> Script:
     return _replace(base, blocks=(TextBlock(tuple(tokenize(_answer(request.prompt).text))),))
+
+
+def _fast(base: Script, request: DemoRequest, seed: str) -> Script:
+    """The short version: the answer up to its first heading (a quick model says less)."""
+    text = _answer(request.prompt).text
+    short = re.split(r"\n#+ ", text, maxsplit=1)[0].rstrip() + "\n"
+    return _replace(base, blocks=(TextBlock(tuple(tokenize(short))),))
+
+
+def _deep(base: Script, request: DemoRequest, seed: str) -> Script:
+    """Reasoning, the whole answer, and a closing summary (a careful model says more)."""
+    answer = _answer(request.prompt)
+    first = re.split(r"(?<=[.!?])\s", answer.text.strip(), maxsplit=1)[0]
+    summary = f"\n\n**In short:** {re.sub(r'[*`]', '', first)}\n"
+    return _replace(
+        base,
+        reasoning_tokens=tuple(tokenize(answer.reasoning)),
+        blocks=(TextBlock(tuple(tokenize(answer.text.rstrip() + summary))),),
+    )
 
 
 def _markdown(base: Script, request: DemoRequest, seed: str) -> Script:
@@ -433,6 +517,10 @@ _SCRIPTERS = {
     "demo-malformed": _malformed,
     "demo-xss": _xss,
     "demo-length": _plain,
+    "demo-fast": _fast,
+    "demo-deep": _deep,
+    "demo-ratelimit": _plain,
+    "demo-overloaded": _plain,
 }
 
 

@@ -105,6 +105,17 @@ class ChatPanel:
         set_traits(self.send_button, disabled=True)
         return handle
 
+    def to_markdown(self, path: Optional[str] = None, *, title: str = "Conversation") -> str:
+        """The conversation as markdown (each question, then its answer), for a teacher to read
+        or a student to hand in; written to `path` too when given."""
+        from ..classlog import conversation_markdown
+
+        text = conversation_markdown(self.chat.messages, title=title)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
     def cancel(self) -> bool:
         """Stop the answer that is streaming, if any."""
         return bool(self.handles) and self.handles[-1].cancel()

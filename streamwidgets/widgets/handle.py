@@ -24,7 +24,7 @@ from .cells import number as cell_number
 from .scheduler import FrameScheduler
 from .view import StreamView
 
-__all__ = ["StreamHandle", "Notify", "Runner", "cancel_all", "running"]
+__all__ = ["StreamHandle", "Notify", "Runner", "cancel_all", "running", "on_every_end"]
 
 logger = logging.getLogger("streamwidgets")
 
@@ -35,6 +35,16 @@ Runner = Callable[[StreamState, Notify], Awaitable[Any]]
 #: Running handles per event loop: the strong references that keep background tasks alive, and
 #: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
 _RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
+
+#: Called with every handle of the kernel when a part of it ends (the class log, `log_to`).
+_EVERY_END: list[Callable[[StreamHandle], None]] = []
+
+
+def on_every_end(callback: Callable[[StreamHandle], None]) -> None:
+    """Call `callback(handle)` whenever any stream's part ends, after its own done-callbacks."""
+    if callback not in _EVERY_END:
+        _EVERY_END.append(callback)
+
 
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|(?<=Bearer )[^\s'\"]+")
 
@@ -112,6 +122,10 @@ class StreamHandle:
     @property
     def done(self) -> bool:
         return self._task is not None and self._task.done()
+
+    def redact(self, text: str) -> str:
+        """`text` without this stream's key (in any form it was sent) or anything shaped like one."""
+        return self._redact(text)
 
     # ------------------------------------------------------------------ acting
 
@@ -231,7 +245,7 @@ class StreamHandle:
             running = _RUNNING.get(loop)
             if running is not None:
                 running.discard(self)
-        for callback in list(self._done_callbacks):
+        for callback in [*self._done_callbacks, *_EVERY_END]:
             try:
                 callback(self)
             except Exception:

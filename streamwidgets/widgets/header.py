@@ -9,6 +9,7 @@ line of its own, so that a long one never pushes the buttons out of the header r
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from typing import Optional
@@ -45,6 +46,19 @@ def live_elapsed(state: StreamState, now: Optional[float]) -> Optional[float]:
     return since if 0 <= since < 86400 else state.elapsed
 
 
+def retry_words(state: StreamState, now: Optional[float], word: str) -> str:
+    """The status word with the retries in it (`retry.py`): the countdown while a turned-away try
+    waits ("rate limited by the provider — retrying in 12 s"), then how many tries it took."""
+    retry = state.retry
+    if retry is None:
+        return word
+    if not state.done and retry.until is not None:
+        left = math.ceil(retry.until - now) if now is not None else 0
+        when = f"in {left} s" if left > 0 else "now"
+        return f"{retry.reason} — retrying {when} (try {retry.tries + 1} of {retry.retries + 1})"
+    return f"{word} · after {retry.tries} tries" if retry.tries > 1 else word
+
+
 def header_html(
     state: StreamState,
     *,
@@ -79,6 +93,7 @@ def header_html(
     word = STATUS_WORDS.get(phase, phase)
     if phase == "complete" and state.finish == "length":
         word = "done · token limit reached"
+    word = retry_words(state, now, word)
     pulse = '<span class="sw-pulse"></span>' if live else ""
     items.append(f'<span class="sw-status sw-status-{escape_html(phase)}">{pulse}{escape_html(word)}</span>')
     if part > 1:

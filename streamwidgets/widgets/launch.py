@@ -51,6 +51,7 @@ def show(
     system: Optional[str] = None,
     offline: Optional[bool] = None,
     record: Union[str, os.PathLike[str], None] = None,
+    log: Union[str, os.PathLike[str], None] = None,
     deadline: Optional[float] = None,
     max_fps: float = 20.0,
     scale: Optional[float] = None,
@@ -62,7 +63,8 @@ def show(
 
     `prompt` is a string, a list of chat messages, or a ready `StreamRequest`; the other keywords
     go to `make_request` (any unknown one, such as `max_tokens` or `temperature`, into the request
-    body). `record=` saves the raw stream for `show_replay()`. `deadline=` ends an answer not
+    body). `record=` saves the raw stream for `show_replay()`; `log=` appends the question and
+    answer to a class log (`classlog.log_to`) when it ends. `deadline=` ends an answer not
     finished within that many seconds (incomplete, the text so far kept; default None: no
     deadline). `max_fps` caps the view's redraws; `scale` sizes its text, code and math (1.5 for
     a projector; `set_defaults(scale=...)` sets it for every view of the kernel).
@@ -87,7 +89,7 @@ def show(
     def runner(state: StreamState, notify: Callable[[], None]) -> Any:
         return stream_into(request, state, notify=notify, record=record)
 
-    return show_runner(
+    handle = show_runner(
         runner,
         request=request,
         out=out,
@@ -102,6 +104,11 @@ def show(
         max_fps=max_fps,
         scale=scale,
     )
+    if log is not None:
+        from ..classlog import logged
+
+        logged(handle, log)
+    return handle
 
 
 def provider_label(request: StreamRequest) -> str:

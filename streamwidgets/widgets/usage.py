@@ -19,9 +19,12 @@ from .traffic import Cost
 __all__ = ["UsageMeter", "usage_html"]
 
 
-def usage_html(state: StreamState, *, max_tokens: Optional[int] = None, earlier: Sequence[StreamState] = ()) -> str:
+def usage_html(
+    state: StreamState, *, max_tokens: Optional[int] = None, earlier: Sequence[StreamState] = (), sparkline: str = ""
+) -> str:
     """ "" when there is nothing to say yet (no usage and no token). `earlier` are the parts
-    before a Continue: the line then ends with the totals of all parts."""
+    before a Continue: the line then ends with the totals of all parts. `sparkline` is the view's
+    tokens-per-100-ms trace (`sparkline.sparkline_svg`), shown after the counts."""
     usage = state.usage
     tokens, estimated = state.completion_tokens
     if usage is None and tokens == 0:
@@ -47,6 +50,8 @@ def usage_html(state: StreamState, *, max_tokens: Optional[int] = None, earlier:
     if earlier:
         parts.append(_totals([*earlier, state]))
     line = "".join(f"<span>{part}</span>" for part in parts)
+    if sparkline:
+        line += f'<span class="sw-trace">{sparkline}</span>'
     return f'<div class="sw-usage-line">{line}</div>{_limit_bar(tokens, estimated, max_tokens)}'
 
 
@@ -84,6 +89,13 @@ class UsageMeter:
     def __init__(self, parts: Parts) -> None:
         self.widget = parts.html("sw-usage", hidden=True)
 
-    def render(self, state: StreamState, *, max_tokens: Optional[int], earlier: Sequence[StreamState] = ()) -> Cost:
-        html = usage_html(state, max_tokens=max_tokens, earlier=earlier)
+    def render(
+        self,
+        state: StreamState,
+        *,
+        max_tokens: Optional[int],
+        earlier: Sequence[StreamState] = (),
+        sparkline: str = "",
+    ) -> Cost:
+        html = usage_html(state, max_tokens=max_tokens, earlier=earlier, sparkline=sparkline)
         return set_traits(self.widget, value=html, _dom_classes=visible_classes(self.widget, bool(html)))

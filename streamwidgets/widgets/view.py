@@ -31,6 +31,7 @@ from .markdown_pane import MarkdownPane
 from .problems import ProblemBox, problem_html
 from .reasoning import ReasoningPane
 from .sources import SourcesPane
+from .sparkline import TokenTrace, sparkline_svg
 from .sync import Parts, set_traits, visible_classes
 from .theme import scale_class, scale_widget, stylesheet_widget
 from .toolcalls import ToolCallsPane
@@ -75,6 +76,7 @@ class StreamView:
         max_bytes_per_second: float = 24_000.0,
         style: bool = True,
         scale: Optional[float] = None,
+        sparkline: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         scale = view_defaults().scale if scale is None else scale
@@ -113,6 +115,8 @@ class StreamView:
         self.header = Header(parts, self._header_html(state, clock()))
         self.answer = MarkdownPane(css_class="sw-answer")
         self.usage = UsageMeter(parts)
+        #: Tokens per 100 ms for the usage meter's sparkline (`sparkline=False` leaves it out).
+        self.trace: Optional[TokenTrace] = TokenTrace() if sparkline else None
         # Made when first needed (see the module's docstring); None until then.
         self.reasoning: Optional[ReasoningPane] = None
         self.tools: Optional[ToolCallsPane] = None
@@ -257,6 +261,8 @@ class StreamView:
         final = final or state.done
         phase = state.phase
         sent = NOTHING
+        if self.trace is not None and self.dirty:
+            self.trace.sample(now, state.estimated_completion_tokens)  # one measure all along
         if self.dirty or final:
             sent += self._draw_content(state, final)
         if final or now - self._slow_at >= self.slow_interval:
@@ -368,7 +374,8 @@ class StreamView:
 
     def _draw_slow(self, state: StreamState, now: float) -> Cost:
         sent = self._draw_header(state, now)
-        sent += self.usage.render(state, max_tokens=self._max_tokens, earlier=self._segments[:-1])
+        trace = sparkline_svg(self.trace.per_bin()) if self.trace is not None else ""
+        sent += self.usage.render(state, max_tokens=self._max_tokens, earlier=self._segments[:-1], sparkline=trace)
         html = problem_html(state, can_continue=self.can_continue, redact=self.redact)
         if self.problems is not None:
             sent += self.problems.show(html)
