@@ -33,7 +33,11 @@ demo-search         a web search (4-5 sources) and an answer with [n] markers; s
 demo-tools          two parallel calls of the first declared tool (default get_weather) for two
                     cities found in the prompt; if the last message holds tool results, a text
                     answer that uses them
-demo-long           20,000 tokens (`demo.tokens`) of generated markdown at 4,000 tokens/s
+demo-fast           a small, quick model: the short version of the answer, 250 tokens/s
+demo-deep           a large, careful model: reasoning, the full answer and a summary, 30 tokens/s
+demo-ratelimit      HTTP 429 with Retry-After: 2 for the first try of a prompt, then the answer
+demo-overloaded     HTTP 503 with Retry-After: 1 for the first 2 tries of a prompt, then the answer
+demo-long           20,000 tokens (`demo.tokens`) of a real tutorial on asyncio at 4,000 tokens/s
 demo-slow           the first token after 3 s, with heartbeat comments (ping events) meanwhile
 demo-error          some text, then an error inside the 200 stream in the route's own shape
 demo-error-early    the error is the very first event (insufficient balance)
