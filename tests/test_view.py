@@ -618,6 +618,25 @@ def test_no_executable_markup_from_any_pane(payload):
     assert markup_problems(bundle["text/html"]) == []
 
 
+def test_the_saved_answer_keeps_the_tex_in_markdown_and_the_mathml_in_html():
+    text = "The area is $$\\int_0^1 x^2\\,dx = \\tfrac13$$ and \\(e^{i\\pi}+1=0\\); it costs $5 and $10."
+    state = StreamState(model="m")
+    view = StreamView(state, model="m")
+    state.begin(0.0)
+    feed(state, Started(model="m"), TextDelta(text), Finish("stop"), Terminator(), t=0.1)
+    state.close(now=0.2)
+    view.refresh(0.2)
+    bundle = final_bundle(view, "m")
+    markdown, html = bundle["text/markdown"], bundle["text/html"]
+    # JupyterLab, VS Code and GitHub typeset the markdown form with their own engine: the TeX as written
+    assert "$$\\int_0^1 x^2\\,dx = \\tfrac13$$" in markdown and "e^{i\\pi}+1=0" in markdown
+    # the HTML form is the pane's render: typeset MathML, the TeX kept on the element, prices as text
+    assert html.count("<math") == 2 and 'display="block"' in html
+    assert 'alttext="\\int_0^1 x^2\\,dx = \\tfrac13"' in html
+    assert "$5 and $10" in html and "$$" not in html
+    assert markup_problems(html) == []
+
+
 # ----------------------------------------------------------------------------- the key
 
 
