@@ -560,7 +560,7 @@ def main(args: argparse.Namespace) -> None:
             if "sizes" in parts:
                 sizes = [
                     Case(view, "segments", tokens, 1000 if not quick else 5000, text=text)
-                    for tokens in ((2_000, 20_083) if quick else (2_000, 100_000))
+                    for tokens in ((2_000, 20_083) if quick else (2_000, 20_083, 100_000))
                     for view in ("none", "show")
                 ]
                 table("Sizes: flat per token?", repeat(sizes, kernels, servers, runs))
