@@ -183,7 +183,7 @@ _ROLE_STYLE: dict[str, tuple[Optional[str], str, str, str]] = {
     "go": ("comment", "#408080", "#80cbc4", ""),
 }
 
-_DARK_CONTEXTS = (
+DARK_CONTEXTS = (
     'body[data-jp-theme-light="false"]',  # JupyterLab / Notebook 7 / Voila dark themes
     "body.vscode-dark",
     "body.vscode-high-contrast:not(.vscode-high-contrast-light)",
@@ -204,7 +204,7 @@ def _build_pygments_css() -> str:
             dark.append(f"{own}:var(--jp-mirror-editor-{variable}-color,{dark_colour})")
             declarations.insert(0, f"color:var({own})")
         rules.append(f"{scope} pre .{role}{{{';'.join(declarations)}}}")
-    dark_selector = ",".join(f"{context} {scope}" for context in _DARK_CONTEXTS)
+    dark_selector = ",".join(f"{context} {scope}" for context in DARK_CONTEXTS)
     # The pieces of a still-open fence follow each other without a seam.
     chunk = (
         f"{scope} pre.{CODE_CHUNK_CLASS}{{margin-top:0;margin-bottom:0;padding-top:0;padding-bottom:0;border-radius:0}}"

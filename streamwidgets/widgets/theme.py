@@ -14,8 +14,7 @@ from typing import TypeVar
 
 import ipywidgets as w
 
-from ..markdown import _DARK_CONTEXTS as DARK_CONTEXTS
-from ..markdown import CODE_CHUNK_CLASS, PYGMENTS_CSS
+from ..markdown import CODE_CHUNK_CLASS, DARK_CONTEXTS, PYGMENTS_CSS
 from ..mathml import MATH_CSS
 
 __all__ = ["STYLESHEET", "HIDDEN", "stylesheet_widget", "scale_class", "scale_widget"]
