@@ -19,7 +19,7 @@ from test_markdown import FIXTURE_TEXTS, cuts_from_sizes, slow
 from test_math import visible
 from widget_harness import Wire
 
-from streamwidgets.events import Finish, Terminator, TextDelta
+from streamwidgets.events import Finish, ReasoningDelta, Terminator, TextDelta
 from streamwidgets.heal import heal_text
 from streamwidgets.markdown import IncrementalMarkdown, render_markdown
 from streamwidgets.state import StreamState
@@ -230,3 +230,27 @@ def test_the_view_hides_a_cut_off_answers_dangling_markers(wire: Wire, ending: s
         assert state.can_continue
         assert "**" not in shown(html_text) and "`" not in shown(html_text)
         assert "<strong>bold and <code>code</code></strong>" in html_text
+
+
+@pytest.mark.parametrize("ending", ["cut", "answered"])
+def test_reasoning_cut_off_while_thinking_hides_its_dangling_markers(wire: Wire, ending: str) -> None:
+    """A stream that ends while the model still thinks leaves the reasoning as all there is to
+    read: it is finished healed, as a cut-off answer is; reasoning that an answer followed is
+    finished exactly."""
+    thought = "First I recall the rule.\n\nThen **the key step and `x"
+    state = StreamState(model="m")
+    view = StreamView(state, api="chat")
+    view.on_continue(lambda: None)
+    state.begin(0.0)
+    state.apply(ReasoningDelta(thought), 0.5)
+    view.refresh(0.5)
+    if ending == "answered":
+        state.apply(TextDelta("The answer."), 0.6)
+    state.close(now=1.0)  # no terminator came: cut off
+    view.refresh(1.0)
+    assert view.reasoning is not None and state.reasoning == thought
+    html_text = view.reasoning.markdown.html
+    if ending == "cut":
+        assert "**" not in shown(html_text) and "`" not in shown(html_text)
+    else:
+        assert html_text == render_markdown(thought)

@@ -34,8 +34,11 @@ class ReasoningPane:
         self._opened = False
         self._collapsed = False
 
-    def render(self, text: str, *, answering: bool, done: bool, reasoning_tokens: int | None) -> Cost:
-        """Stream `text` in; `answering` collapses the pane once, `done` finishes the markdown.
+    def render(
+        self, text: str, *, answering: bool, done: bool, reasoning_tokens: int | None, cut_off: bool = False
+    ) -> Cost:
+        """Stream `text` in; `answering` collapses the pane once, `done` finishes the markdown
+        (`cut_off`: the stream ended while still thinking, so dangling markers stay out of view).
 
         A stream that ends while still thinking keeps the pane open: the reasoning is then all
         there is to read.
@@ -46,7 +49,7 @@ class ReasoningPane:
         if len(text) != self._length or (done and not self._finished):
             before = snapshot(self.markdown.widget)
             if done:
-                self.markdown.finish(text)
+                self.markdown.finish(text, cut_off=cut_off)
                 self._finished = True
             else:
                 self.markdown.update(text)

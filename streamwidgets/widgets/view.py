@@ -308,6 +308,7 @@ class StreamView:
                 answering=bool(length or state.tool_calls),
                 done=final,
                 reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
+                cut_off=state.can_continue and not (length or state.tool_calls),
             )
         calls = state.tool_calls
         if self.tools is not None:
