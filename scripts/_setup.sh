@@ -8,6 +8,8 @@ setup_system_packages() {
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
   fi
   command -v git >/dev/null 2>&1 || need+=(git)
+  # The TLS tests make a self-signed certificate with the openssl command.
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
   # Fonts for the browser tests' screenshots: text, and the emoji that answers contain.
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
   [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || need+=(fonts-noto-color-emoji)

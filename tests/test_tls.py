@@ -6,7 +6,6 @@ server accepts nothing (its backlog is full), so connecting really times out.
 
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
 import subprocess
@@ -18,8 +17,6 @@ import pytest
 
 import streamwidgets as sw
 from streamwidgets import client
-
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
 
 class _Answer(BaseHTTPRequestHandler):
