@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from test_kernel import Kernel, kernel_env, kernel_manager
+from test_kernel import Kernel
+from test_kernel import running_kernel as kernel_with
 
 from streamwidgets.server import DemoServer
 
@@ -15,18 +16,7 @@ __all__ = ["Kernel", "running_kernel", "sent_values"]
 
 
 def running_kernel(home: Path, demo_server: DemoServer, setup: str = "") -> Iterator[Kernel]:
-    manager = kernel_manager(home)
-    manager.start_kernel(env=kernel_env(home))
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=90)
-        k = Kernel(manager, client)
-        k.execute(f"import streamwidgets as sw\nBASE = {demo_server.base_url!r}\n{setup}")
-        yield k
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+    yield from kernel_with(home, f"import streamwidgets as sw\nBASE = {demo_server.base_url!r}\n{setup}")
 
 
 def sent_values(kernel: Kernel, model_id: str, since: float, trait: str = "value") -> list[Any]:

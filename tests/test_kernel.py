@@ -115,9 +115,8 @@ def kernel_env(home: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> Iterator[Kernel]:
-    home = tmp_path_factory.mktemp("kernel")
+def running_kernel(home: Path, setup: str) -> Iterator[Kernel]:
+    """A real kernel with its own Jupyter dirs under `home`, `setup` run in it first; shut down after."""
     manager = kernel_manager(home)
     manager.start_kernel(env=kernel_env(home))
     client = manager.client()
@@ -125,16 +124,17 @@ def kernel(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) ->
     try:
         client.wait_for_ready(timeout=90)
         k = Kernel(manager, client)
-        k.execute(
-            f"""
-            import streamwidgets.widgets as sw
-            BASE = {demo_server.base_url!r}
-            """
-        )
+        k.execute(setup)
         yield k
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> Iterator[Kernel]:
+    home = tmp_path_factory.mktemp("kernel")
+    yield from running_kernel(home, f"import streamwidgets.widgets as sw\nBASE = {demo_server.base_url!r}\n")
 
 
 def widget_messages(kernel: Kernel, since: float) -> list[dict[str, Any]]:
