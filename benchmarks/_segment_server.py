@@ -5,7 +5,10 @@ It is independent of the embedded provider (plain sockets and one thread per con
 runs in its own process so that its CPU never mixes with what a benchmark measures. The stream
 is chosen by the path, so any client (streamwidgets, httpx, Panel's callback) asks for it alike:
 
-    POST /<text>/<tokens>/<rate>/v1/chat/completions     text: long | math; rate: tokens/s
+    POST /<text>/<tokens>/<rate>/v1/chat/completions     text: long | math | cycle | wide; rate: tokens/s
+
+(`cycle` repeats the 20,083 tokens of `long` as often as asked, `wide` too with every token
+padded so that each event is ~250 bytes; a rate of 0 sends as fast as the socket takes it.)
 
 `GET /records` answers the log of every stream as JSON: when it opened, when the first token
 and the last byte were sent, when the client went away (the socket is watched while waiting
@@ -41,7 +44,12 @@ _WORD = re.compile(r"\s*\S+")
 def answer_tokens(text: str, tokens: int) -> tuple[str, ...]:
     """`tokens` word-tokens (a word with the whitespace before it) of a long markdown answer:
     `long` is the demo's tutorial (headings, lists, tables, code), `math` is prose dense with
-    `$..$` and `$$..$$` formulas. Both begin with the word `Here`."""
+    `$..$` and `$$..$$` formulas. Both begin with the word `Here`. `cycle` and `wide`: `long`'s
+    first 20,083 tokens over and over (`wide` with each padded to ~100 characters)."""
+    if text in ("cycle", "wide"):
+        base = answer_tokens("long", 20_083)
+        pad = 100 if text == "wide" else 0
+        return tuple(base[i % len(base)].ljust(pad) for i in range(tokens))
     if text == "long":
         from streamwidgets.server._long import long_answer_tokens
 
@@ -139,6 +147,24 @@ def _event(obj: dict[str, Any]) -> bytes:
     return _chunk(b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
 
 
+@lru_cache(maxsize=8)
+def _sends(text: str, tokens: int) -> tuple[bytes, ...]:
+    """The body's sends (each one chunk, one event), made once per stream: the first request
+    builds them, and a timed one never waits for that."""
+    words = answer_tokens(text, tokens)
+    envelope = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
+
+    def choice(delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
+        return {**envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": tokens + 12}
+    sends = [_event(choice({"role": "assistant", "content": ""}))]
+    sends += [_event(choice({"content": word})) for word in words]
+    sends += [_event(choice({}, "stop")), _event({**envelope, "choices": [], "usage": usage})]
+    sends += [_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"]
+    return tuple(sends)
+
+
 class _Server:
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
@@ -176,22 +202,12 @@ class _Server:
             self.stream(conn, text, int(tokens), float(rate))
 
     def stream(self, conn: socket.socket, text: str, tokens: int, rate: float) -> None:
-        words = answer_tokens(text, tokens)
         record: dict[str, Any] = {"opened": time.monotonic(), "tokens": tokens, "rate": rate, "text": text}
         record.update(first_token=None, last_byte=None, closed=None, outcome=None, sent=0)
         with self.lock:
             record["id"] = len(self.records) + 1
             self.records.append(record)
-        envelope = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
-
-        def choice(delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
-            return {**envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-        usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": tokens + 12}
-        sends = [_event(choice({"role": "assistant", "content": ""}))]
-        sends += [_event(choice({"content": word})) for word in words]
-        sends += [_event(choice({}, "stop")), _event({**envelope, "choices": [], "usage": usage})]
-        sends += [_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"]
+        sends = _sends(text, tokens)
         head = (
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
             b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
@@ -200,7 +216,7 @@ class _Server:
             conn.sendall(head)
             start = time.monotonic()
             for i, data in enumerate(sends):
-                due = start + max(i - 1, 0) / rate  # role chunk and first token together, then steady
+                due = start + max(i - 1, 0) / rate if rate else 0.0  # role chunk and first token together, then steady
                 while True:
                     wait = due - time.monotonic()
                     readable, _, _ = select.select([conn], [], [], max(wait, 0))

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 
 from streamwidgets import parse
-from streamwidgets.events import Event, RefusalDelta, TextDelta, ToolCallDelta
-from streamwidgets.state import StreamState
+from streamwidgets.core._events import Event, RefusalDelta, TextDelta, ToolCallDelta
+from streamwidgets.core._state import StreamState
 
 Run = Callable[[], str]
 

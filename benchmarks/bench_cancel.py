@@ -4,7 +4,9 @@ Each run streams over loopback, cancels once some text has arrived (so reads are
 see `streamwidgets/_reads.py`), and reads the server's record of the disconnect; one monotonic
 clock times both sides. The embedded provider lives in this process (its own thread and event
 loop) and serves all three APIs; `_segment_server.py` runs in its own process and writes each
-event in its own TCP segment, as providers do (chat only).
+event in its own TCP segment, as providers do (chat only). Last, the same cancel while the client
+waits out a 429's `Retry-After: 2` (the embedded provider's `demo-ratelimit`): `task.cancel()` →
+the task has ended (no connection is open during the wait).
 
     python benchmarks/bench_cancel.py            # 30 runs for each API and rate
     python benchmarks/bench_cancel.py --runs 10
@@ -18,9 +20,9 @@ import statistics
 
 from _segment_server import SegmentServer
 
-from streamwidgets.client import make_request, stream_into
+from streamwidgets import make_request
+from streamwidgets.net import Stream, as_source
 from streamwidgets.server import DemoServer
-from streamwidgets.state import StreamState
 
 
 async def one(server: DemoServer, api: str, rate: float) -> float:
@@ -31,9 +33,10 @@ async def one(server: DemoServer, api: str, rate: float) -> float:
         api=api,
         demo={"tokens_per_second": rate, "first_token_delay": 0},
     )
-    state = StreamState()
+    stream = Stream(as_source(request))
+    state = stream.state
     before = len(server.connections)
-    task = asyncio.get_running_loop().create_task(stream_into(request, state))
+    task = asyncio.get_running_loop().create_task(stream.run())
     while state.text_length < 40:
         await asyncio.sleep(0.002)
     await asyncio.sleep(0.05)  # cancel mid-stream, not right after the first token
@@ -49,9 +52,10 @@ async def one(server: DemoServer, api: str, rate: float) -> float:
 
 async def one_segmented(server: SegmentServer, rate: float) -> float:
     request = make_request("A long answer, please.", base_url=server.url("long", 100_000, rate), model="bench")
-    state = StreamState()
+    stream = Stream(as_source(request))
+    state = stream.state
     last = max((r["id"] for r in await asyncio.to_thread(server.records)), default=0)
-    task = asyncio.get_running_loop().create_task(stream_into(request, state))
+    task = asyncio.get_running_loop().create_task(stream.run())
     while state.text_length < 40:
         await asyncio.sleep(0.002)
     await asyncio.sleep(0.05)
@@ -62,6 +66,26 @@ async def one_segmented(server: SegmentServer, rate: float) -> float:
     assert record is not None and record["outcome"] == "client_disconnected", record
     assert state.status == "cancelled"
     return (record["closed"] - cancelled) * 1000
+
+
+async def during_a_retry_wait(server: DemoServer, run: int) -> float:
+    """Milliseconds from `task.cancel()`, 0.2 s into a 2 s Retry-After wait, to the task's end."""
+    request = make_request(
+        f"Explain SSE (cancelled while waiting, {run})", base_url=server.base_url, model="demo-ratelimit"
+    )
+    stream = Stream(as_source(request))
+    state = stream.state
+    task = asyncio.get_running_loop().create_task(stream.run())
+    while state.retry is None or state.retry.until is None:
+        await asyncio.sleep(0.002)
+    await asyncio.sleep(0.2)
+    loop = asyncio.get_running_loop()
+    cancelled = loop.time()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    took = loop.time() - cancelled
+    assert state.status == "cancelled" and state.retry.tries == 1, (state.status, state.retry)
+    return took * 1000
 
 
 def p95(values: list[float]) -> float:
@@ -90,6 +114,12 @@ async def main(runs: int) -> None:
             )
     finally:
         segments.close()
+    with DemoServer() as server:
+        values = [await during_a_retry_wait(server, run) for run in range(runs)]
+    print()
+    print("| cancel during a 2 s Retry-After wait | median ms | p95 ms | max ms |")
+    print("|---|---:|---:|---:|")
+    print(f"| chat, `demo-ratelimit` | {statistics.median(values):.1f} | {p95(values):.1f} | {max(values):.1f} |")
 
 
 if __name__ == "__main__":

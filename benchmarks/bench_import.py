@@ -18,7 +18,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-MODULES = ("streamwidgets", "streamwidgets.sse", "streamwidgets.parse", "streamwidgets.cli", "streamwidgets.widgets")
+MODULES = (
+    "streamwidgets",
+    "streamwidgets.core._sse",
+    "streamwidgets.parse",
+    "streamwidgets.apps._cli",
+    "streamwidgets.widgets",
+)
 PROBE = "import sys, {module}; print(len(sys.modules), int('IPython' in sys.modules), int('ipywidgets' in sys.modules))"
 
 

@@ -28,6 +28,9 @@ would: the benchmark opens it by hand.
     python benchmarks/bench_kernel.py --quick           # a few minutes
     python benchmarks/bench_kernel.py --quick --compare panel
     python benchmarks/bench_kernel.py --text math       # the answer dense with $..$ / $$..$$ math
+    python benchmarks/bench_kernel.py --parts view --before /tmp/main-tree
+                                # the head case, this tree's view against another checkout's
+                                # (`git archive main | tar -x -C /tmp/main-tree`), kernels side by side
 """
 
 from __future__ import annotations
@@ -69,16 +72,17 @@ import asyncio, time
 import ipywidgets
 from IPython.display import display
 from markdown_it import MarkdownIt
-import streamwidgets.widgets as sw
-from streamwidgets.client import make_request, stream_into
-from streamwidgets.state import StreamState
+import streamwidgets as sw
+from streamwidgets import make_request
+from streamwidgets.net import Stream, as_source
 
 async def baseline(request, every=0.05):
     '''What a user would write: one HTML widget, the whole answer re-rendered at most every 50 ms.'''
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     out = ipywidgets.HTML()
     display(out)
-    state = StreamState()
+    stream = Stream(as_source(request))
+    state = stream.state
     last = [float("-inf")]
 
     def notify():
@@ -87,7 +91,8 @@ async def baseline(request, every=0.05):
             last[0] = now
             out.value = md.render(state.text)
 
-    await stream_into(request, state, notify=notify)
+    stream.notify = notify
+    await stream.run()
     out.value = md.render(state.text)
     return state
 
@@ -203,7 +208,10 @@ def wire_size(msg: dict[str, Any]) -> int:
     return size + sum(len(b) for b in msg.get("buffers", []))
 
 
-def start_kernel(home: Path, python: str = sys.executable, setup: str = KERNEL_SETUP) -> Kernel:
+def start_kernel(
+    home: Path, python: str = sys.executable, setup: str = KERNEL_SETUP, tree: Optional[Path] = None
+) -> Kernel:
+    """A kernel in `home`; `tree` puts another checkout's `streamwidgets` first on its path."""
     spec = home / "kernels" / "sw-bench"
     spec.mkdir(parents=True)
     argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -218,6 +226,8 @@ def start_kernel(home: Path, python: str = sys.executable, setup: str = KERNEL_S
             for name in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR")
         },
     }
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     manager.start_kernel(env=env)
     client = manager.client()
     client.start_channels()
@@ -238,7 +248,7 @@ class Case:
     rate: float
     streams: int = 1
     text: str = "long"
-    kernel: str = "main"  # main | panel
+    kernel: str = "main"  # main | panel | before (another checkout: `--before`)
     #: False: every network read at once, as before `streamwidgets/_reads.py` (for a before/after)
     paced: bool = True
 
@@ -252,7 +262,8 @@ class Case:
         }
         where = " — embedded provider" if self.source == "embedded" else ""
         before = "" if self.paced else " — unpaced reads (before)"
-        return names[self.view] + where + before + (" (Python 3.12 kernel)" if self.kernel == "panel" else "")
+        kernel = {"panel": " (Python 3.12 kernel)", "before": " — before (--before tree)"}.get(self.kernel, "")
+        return names[self.view] + where + before + kernel
 
 
 @dataclass
@@ -283,12 +294,12 @@ def request_code(case: Case, servers: dict[str, Any]) -> str:
 
 def stream_code(case: Case, request: str) -> str:
     one = {
-        "none": f"stream_into({request}, StreamState())",
+        "none": f"sw.arun({request})",
         "show": f"sw.show({request})",
         "baseline": f"baseline({request})",
     }[case.view]
     return f"""
-import streamwidgets._reads as _reads
+import streamwidgets.net._reads as _reads
 _reads.WARM_UP = {8 if case.paced else 10**9}
 _streams = [{one} for _ in range({case.streams})]
 finals = await asyncio.gather(*_streams)
@@ -550,6 +561,19 @@ def main(args: argparse.Namespace) -> None:
                         for view in ("panel", "show", "baseline")
                     ]
                 report_head(repeat(head, kernels, servers, runs, args.panel_runs), main_tokens)
+            if "view" in parts:  # the head case, this tree's view against the `--before` tree's
+                if args.before is None:
+                    raise SystemExit("--parts view needs --before PATH (another checkout to compare with)")
+                kernels["before"] = start_kernel(Path(home) / "before", tree=args.before.resolve())
+                view = [
+                    Case(contender, "segments", main_tokens, 1000, text=text, kernel=kernel)
+                    for kernel in ("before", "main")
+                    for contender in ("none", "show")
+                ]
+                table(
+                    f"The view, before and after: {main_tokens:,} tokens at 1,000 tokens/s",
+                    repeat(view, kernels, servers, runs),
+                )
             if "rates" in parts:
                 rates = [
                     Case(view, "segments", tokens, rate, text=text)
@@ -586,7 +610,12 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="smaller answers, one run, fewer clicks")
     parser.add_argument("--runs", type=int, default=0, help="repetitions (default 3, 1 with --quick)")
     parser.add_argument("--text", choices=("long", "math"), default="long", help="the answer's markdown")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"which tables (default all: {','.join(PARTS)})")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"which tables (default all: {','.join(PARTS)}; `view` with --before)"
+    )
     parser.add_argument("--compare", choices=("panel",), help="add Panel 1.10 in a Python 3.12 kernel")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout whose view runs beside this one's (`--parts view`)"
+    )
     parser.add_argument("--panel-runs", type=int, default=1, help="repetitions for Panel (minutes each; default 1)")
     main(parser.parse_args())

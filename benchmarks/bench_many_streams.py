@@ -80,24 +80,26 @@ def run_cell(client: Any, code: str, timeout: float = 600.0) -> tuple[float, str
 
 
 KERNEL_SETUP = """
-import asyncio, time
-from streamwidgets.widgets.launch import show_runner
-from streamwidgets.events import Finish, TextDelta, Terminator
+import asyncio
+import streamwidgets as sw
+from streamwidgets.core import Finish, TextDelta, Terminator
+from streamwidgets.net import Labels, Source
 
 TEXT = open({path!r}, encoding="utf-8").read()
 end = asyncio.Event()
 
-async def held(state, notify):
-    # the whole answer at once, then open until `end` is set: so that all end together
-    state.begin(time.monotonic())
-    state.apply(TextDelta(TEXT), time.monotonic())
-    notify()
-    await end.wait()
-    state.apply(Finish("stop"))
-    state.apply(Terminator())
-    notify()
+class Held(Source):
+    # The whole answer at once, then open until `end` is set: so that all end together.
 
-hs = [show_runner(held, model="demo-long") for _ in range({streams})]
+    def labels(self):
+        return Labels(model="demo-long")
+
+    async def items(self, feed, recorder):
+        yield [TextDelta(TEXT)]
+        await end.wait()
+        yield [Finish("stop"), Terminator()]
+
+hs = [sw.show(Held()) for _ in range({streams})]
 """
 
 

@@ -7,17 +7,30 @@
     per update (1,000 tokens/s at 20 updates/s), vs setting `HTML.value = render(all)` per update.
     A message is counted as the JSON of its content (what ipykernel's Comm serializes) plus a fixed
     500 bytes for the Jupyter envelope (header, parent header, signature, delimiters).
+(3) Code: a 2,000-line Python block streamed one token per update and 50 tokens per update (and,
+    for scale, the 20,083-token `demo-long` answer, whose 45 fences are short), CPU seconds of
+    all `IncrementalMarkdown` work (healed, as in the pane), median of 5: sealed code lines (each
+    complete line lexed once) vs unsealed (each chunk lexed on its own and the whole block again
+    when it closes: what a lexer that cannot be resumed still gets), and with `--before REV` the
+    renderer of that revision. Each run is a child process of its own; the contenders alternate.
 
-Run: .venv/bin/python benchmarks/bench_markdown.py   (prints a markdown table, ~1 minute)
+Run: .venv/bin/python benchmarks/bench_markdown.py   (prints markdown tables, ~2 minutes)
+     .venv/bin/python benchmarks/bench_markdown.py --code --before 8a1e19e   (only (3), with the
+     renderer before sealed code lines)
 """
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import random
 import re
 import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,9 +39,12 @@ from typing import Any
 import comm
 from comm.base_comm import BaseComm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# A child process of the code case measures the tree it was given; everything else, this one.
+sys.path.insert(0, sys.argv[sys.argv.index("--child") + 1] if "--child" in sys.argv else str(Path(__file__).parents[1]))
 
 from streamwidgets.markdown import IncrementalMarkdown, render_markdown
+
+HERE = Path(__file__).resolve().parent
 
 _WORDS = [
     "the",
@@ -256,7 +272,7 @@ def bench_bytes() -> list[str]:
     """Widget-message bytes per markdown byte: the pane vs `HTML.value = render(all)` per update."""
     import ipywidgets as w
 
-    from streamwidgets.widgets.markdown_pane import MarkdownPane
+    from streamwidgets.widgets._markdown_pane import MarkdownPane
 
     rows = [
         "Widget-message bytes for an answer streamed at 50 tokens per update (1,000 tokens/s at",
@@ -299,9 +315,96 @@ def bench_bytes() -> list[str]:
     return rows
 
 
+def code_block_text(lines: int = 2000) -> str:
+    """An answer that is mostly one long Python block (docstrings, comments, strings)."""
+    return "A long listing:\n\n```python\n" + _code(random.Random(11), lines) + "\n```\n\nThat is all.\n"
+
+
+def _demo_long_frames(per_update: int) -> list[str]:
+    """The `demo-long` answer the kernel benchmark streams, cut at its own token pieces."""
+    from streamwidgets.server._long import long_answer_tokens
+
+    pieces = long_answer_tokens("How does asyncio work?", 20_083, "1")
+    text, ends, end = "".join(pieces), [], 0
+    for i in range(0, len(pieces), per_update):
+        end += sum(len(p) for p in pieces[i : i + per_update])
+        ends.append(end)
+    return [text[:end] for end in ends]
+
+
+def _child(mode: str, per_update: int, answer: str) -> None:
+    """In a child process: stream the answer once (after a warm-up) and print CPU seconds."""
+    if mode == "unsealed":
+        from streamwidgets.markdown import _lexing
+
+        _lexing.Resumable.of = staticmethod(lambda lexer: None)  # type: ignore[method-assign]
+    frames = list(prefixes(code_block_text(), per_update)) if answer == "code" else _demo_long_frames(per_update)
+    text = frames[-1]
+    warm = IncrementalMarkdown(heal=True)
+    for frame in frames[:50]:
+        warm.update(frame)
+    start = time.process_time()
+    im = IncrementalMarkdown(heal=True)
+    for frame in frames[:-1]:
+        im.update(frame)
+    im.finish(text)
+    seconds = time.process_time() - start
+    assert im.html == render_markdown(text)
+    print(json.dumps({"seconds": seconds, "updates": len(frames)}))
+
+
+def _tree_of(rev: str, into: Path) -> Path:
+    """The package as it was at `rev` (from git), unpacked under `into`."""
+    archive = subprocess.run(["git", "archive", rev, "streamwidgets"], cwd=HERE.parent, capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def bench_code(before: str | None = None, repeat: int = 5) -> list[str]:
+    """CPU seconds to stream code: sealed vs unsealed (vs `before`), alternating."""
+    with tempfile.TemporaryDirectory() as tmp:
+        contenders = {"unsealed": (str(HERE.parent), "unsealed"), "sealed": (str(HERE.parent), "sealed")}
+        if before:
+            contenders = {f"before ({before})": (str(_tree_of(before, Path(tmp))), "sealed"), **contenders}
+        first = next(iter(contenders))
+        rows = [
+            "Streaming code: CPU seconds of all `IncrementalMarkdown` work, healed as in the pane,",
+            "median of 5 runs, contenders alternating:",
+            "",
+            "| answer | tokens per update | updates | " + " | ".join(contenders) + f" | sealed vs {first} |",
+            "|---|---:|---:|" + "---:|" * (len(contenders) + 1),
+        ]
+        cases = [("code", 1, "a 2,000-line Python block"), ("code", 50, "a 2,000-line Python block")]
+        cases.append(("demo-long", 50, "`demo-long`, 20,083 tokens"))
+        for answer, per_update, title in cases:
+            seconds: dict[str, list[float]] = {name: [] for name in contenders}
+            updates = 0
+            for _ in range(repeat):
+                for name, (tree, mode) in contenders.items():
+                    command = [sys.executable, __file__, "--child", tree, mode, str(per_update), answer]
+                    run = subprocess.run(command, capture_output=True, text=True, check=True)
+                    result = json.loads(run.stdout)
+                    seconds[name].append(result["seconds"])
+                    updates = result["updates"]
+            medians = {name: statistics.median(values) for name, values in seconds.items()}
+            ratio = medians["sealed"] / medians[first]
+            cells = " | ".join(f"{medians[name]:.2f}" for name in contenders)
+            rows.append(f"| {title} | {per_update} | {updates:,} | {cells} | {ratio:.2f}x |")
+    return rows
+
+
 def main() -> None:
+    if "--child" in sys.argv:
+        _tree, mode, per_update, answer = sys.argv[sys.argv.index("--child") + 1 :][:4]
+        _child(mode, int(per_update), answer)
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--code", action="store_true", help="only the code block case (3)")
+    parser.add_argument("--before", help="a git revision whose renderer to measure beside, in (3)")
+    args = parser.parse_args()
     started = time.perf_counter()
-    lines = [*bench_cpu(), "", *bench_bytes()]
+    lines = bench_code(args.before) if args.code else [*bench_cpu(), "", *bench_bytes(), "", *bench_code(args.before)]
     print("\n".join(lines))
     print(f"\n(run time {time.perf_counter() - started:.0f} s)")
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_markdown import _WORDS, _sentence, _Wire, generate_answer, prefixes, tokenize
 
 from streamwidgets.markdown import render_markdown
-from streamwidgets.mathml import render_tex
+from streamwidgets.markdown._math import render_tex
 
 _INLINE = [
     "x_{{{a}}}^{{{b}}} + y_{{{b}}}",
@@ -83,7 +83,7 @@ def generate_math_answer(tokens: int, seed: int = 11) -> str:
 
 def _run(text: str) -> tuple[int, int, int]:
     """Stream `text` through a pane: (bytes, messages, updates)."""
-    from streamwidgets.widgets.markdown_pane import MarkdownPane
+    from streamwidgets.widgets._markdown_pane import MarkdownPane
 
     wire = _Wire()
     try:

@@ -11,8 +11,16 @@ at 877 MB and the answer at about 2 GB in a kernel.
 The accumulator half (1,000,000 one-byte tool-argument deltas against 1,000,000 text deltas,
 target ratio <= 1.5) is `bench_accumulators.py`'s measurement, run here too with `--deltas`.
 
+The hostile half (`--hostile`, with `--tree` for before/after) feeds, sans-IO, in a fresh
+subprocess each, what grew without a bound of its own: 4 tool calls of 15 MB of arguments each;
+1,000,000 distinct cited pages (100 events of 10,000 annotations); 400,000 empty tool calls (and again
+with the tool-call limit raised to a million where there is one, so that the work is all done);
+50 MB of events that never tell their dialect. Peak RSS growth over the input, seconds, and
+what was kept.
+
     python benchmarks/bench_memory.py             # 3 runs of each stream
     python benchmarks/bench_memory.py --deltas    # and the tool / text delta ratio
+    python benchmarks/bench_memory.py --hostile --tree /tmp/before --tree . --runs 1
 """
 
 from __future__ import annotations
@@ -150,14 +158,105 @@ def deltas(n: int, runs: int) -> None:
     print(f"tool-call arguments {medians['tool-call deltas']:.3f}: ratio {ratio:.2f} (target <= 1.5)")
 
 
+_HOSTILE_CHILD = """
+import dataclasses, json, resource, sys, time
+from streamwidgets.core._feed import Feed
+from streamwidgets.core._limits import Limits
+from streamwidgets.core._state import StreamState
+from streamwidgets.core.dialects import Normalizer
+
+def chunk(delta):
+    return b"data: " + json.dumps({"object": "chat.completion.chunk", "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}).encode() + b"\\n\\n"
+
+def call(i, arguments=""):
+    return chunk({"tool_calls": [{"index": i, "id": f"c{i}", "function": {"name": "f", "arguments": arguments}}]})
+
+case = sys.argv[1]
+raised = {}
+if case == "arguments":
+    chunks = [call(i, "x" * 15_000_000) for i in range(4)]
+elif case == "citations":
+    chunks = [chunk({"annotations": [{"type": "url_citation", "url_citation": {"url": f"https://e.org/{j}/{i}"}}
+                                     for i in range(10_000)]}) for j in range(100)]
+elif case == "calls":
+    chunks = [b"".join(call(i) for i in range(j, j + 1000)) for j in range(0, 400_000, 1000)]
+elif case == "calls raised":
+    chunks = [b"".join(call(i) for i in range(j, j + 1000)) for j in range(0, 400_000, 1000)]
+    raised = {"tool_calls": 1_000_000}
+else:  # untold: events that never say which API they speak
+    chunks = [b'data: {"n": 1}\\n\\n' * 4000] * (50_000_000 // 64_000)
+names = {f.name for f in dataclasses.fields(Limits)}
+limits = Limits(**{k: v for k, v in raised.items() if k in names})
+with open("/proc/self/statm") as f:
+    before = int(f.read().split()[1]) * resource.getpagesize()
+started = time.process_time()
+state = StreamState()
+feed = Feed(state, Normalizer(), clock=None, limits=limits)
+for piece in chunks:
+    feed.push(piece)
+feed.end("the input ended")
+seconds = time.process_time() - started
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+kept = {"arguments": sum(c.arguments_length if hasattr(c, "arguments_length") else len(c.arguments)
+                         for c in state.tool_calls),
+        "citations": len(state.citations), "calls": len(state.tool_calls), "calls raised": len(state.tool_calls),
+        "untold": state.text_length}[case]
+print(json.dumps({"growth": peak - before, "seconds": seconds, "kept": kept, "status": state.status,
+                  "warnings": len(state.warnings)}))
+"""
+HOSTILE = {
+    "arguments": "4 tool calls x 15 MB of arguments",
+    "citations": "1,000,000 distinct citations",
+    "calls": "400,000 empty tool calls",
+    "calls raised": "400,000 empty tool calls, max_tool_calls=1,000,000",
+    "untold": "50 MB of events that never tell their dialect",
+}
+
+
+def hostile(trees: list[str], runs: int) -> None:
+    results: dict[tuple[str, str], list[dict]] = {}
+    for _ in range(runs):
+        for case in HOSTILE:
+            for tree in trees:  # alternate, so drift hits every tree alike
+                env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+                out = subprocess.run(
+                    [sys.executable, "-c", _HOSTILE_CHILD, case],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    cwd=os.path.abspath(tree),  # `-c` puts the working directory first on sys.path
+                )
+                if out.returncode:
+                    raise SystemExit(out.stderr)
+                results.setdefault((case, tree), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"{runs} run(s) of each, alternating; medians; peak RSS growth over the input, CPU seconds\n")
+    print("| input | tree | RSS growth MB | CPU s | kept | status | warnings |")
+    print("|---|---|---:|---:|---:|---|---:|")
+    for (case, tree), rows in results.items():
+        growth = statistics.median(r["growth"] for r in rows) / MB
+        seconds = statistics.median(r["seconds"] for r in rows)
+        last = rows[-1]
+        print(
+            f"| {HOSTILE[case]} | {tree} | {growth:+.0f} | {seconds:.1f} | {last['kept']:,} | {last['status']} "
+            f"| {last['warnings']} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--deltas", action="store_true", help="also the tool / text delta ratio")
+    parser.add_argument("--hostile", action="store_true", help="only the hostile inputs, sans-IO")
+    parser.add_argument("--tree", action="append", help="a checkout to run --hostile in (repeat for before/after)")
     parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child)
+        return
+    if args.hostile:
+        hostile(args.tree or ["."], args.runs)
         return
     measure(args.runs)
     if args.deltas:

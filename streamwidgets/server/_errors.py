@@ -10,10 +10,11 @@ Messages never echo an API key: the demo server does not even read one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
-__all__ = ["Rejection", "SCRIPTED_HTTP_ERRORS", "scripted_rejection", "error_body", "error_headers"]
+__all__ = ["Rejection", "json_kind", "SCRIPTED_HTTP_ERRORS", "scripted_rejection", "error_body", "error_headers"]
 
 
 @dataclass
@@ -30,9 +31,27 @@ class Rejection(Exception):
     param: Optional[str] = None
     anthropic_type: str = "invalid_request_error"
     retry_after: Optional[int] = None
+    #: Answer, then close the connection: what follows this request cannot be trusted (a
+    #: request that frames its body two ways may hide a second request inside it).
+    close: bool = False
 
     def __str__(self) -> str:
         return f"HTTP {self.status}: {self.message}"
+
+
+def json_kind(value: Any) -> str:
+    """A JSON value's type as OpenAI's errors name it: "a string", "an integer", "a decimal", "null"…"""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, Mapping) else "null"
 
 
 _HINT = " (The demo server accepts any key; this error was asked for with the model name demo-http-{status}.)"

@@ -8,8 +8,9 @@ delay plus tokens over rate); `Stall` and `Cutoff` end a stream without a proper
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -51,10 +52,18 @@ def dumps(payload: Any, *, ascii_only: bool = False, spaced: bool = False) -> st
 
 
 def sse(data: str, *, event: Optional[str] = None, prefix: str = "data: ") -> bytes:
-    """One SSE event: an optional `event:` line, the `data` line(s), a blank line."""
-    lines = [f"event: {event}"] if event else []
-    lines.extend(prefix + line for line in data.split("\n"))
-    return ("\n".join(lines) + "\n\n").encode("utf-8")
+    """One SSE event: an optional `event:` line, the `data` line(s), a blank line.
+
+    Built from bytes in one join: the events that repeat a whole answer (Responses' `done`
+    events) are megabytes long, and each extra copy of them would cost that much again.
+    """
+    body = data.encode("utf-8")
+    start = prefix.encode()
+    if b"\n" in body:
+        body = b"\n".join(start + line for line in body.split(b"\n"))
+        start = b""
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return b"".join((head, start, body, b"\n\n"))
 
 
 def comment(text: str) -> bytes:
@@ -70,15 +79,12 @@ def ident(prefix: str, nonce: str, salt: str = "") -> str:
     return prefix + hashlib.sha256(f"{nonce}:{salt}".encode()).hexdigest()[:24]
 
 
-def group_tokens(tokens: tuple[str, ...], sizes: tuple[int, ...]) -> list[tuple[str, int]]:
-    """Merge token pieces into chunks of `sizes` tokens (cycled): (text, token count) pairs."""
-    groups: list[tuple[str, int]] = []
-    index = 0
-    turn = 0
-    while index < len(tokens):
-        size = sizes[turn % len(sizes)]
-        piece = tokens[index : index + size]
-        groups.append(("".join(piece), len(piece)))
-        index += size
-        turn += 1
-    return groups
+def group_tokens(tokens: Iterable[str], sizes: tuple[int, ...]) -> Iterator[tuple[str, int]]:
+    """Merge token pieces into chunks of `sizes` tokens (cycled): (text, token count) pairs,
+    made as they are asked for."""
+    pieces = iter(tokens)
+    for size in itertools.cycle(sizes):
+        group = list(itertools.islice(pieces, size))
+        if not group:
+            return
+        yield "".join(group), len(group)

@@ -13,14 +13,19 @@ Jupyter Server does for itself:
   without asking first; `application/json` makes the browser send a CORS preflight, which this
   server refuses (it sends no `Access-Control-Allow-*` header at all).
 
-A `Content-Length` beyond the body limit is refused here too, before a byte of the body is read.
-Pure: headers in, a `Rejection` or None out.
+Every local user of a shared machine (a JupyterHub host) reaches loopback too, so the request's
+framing is checked as strictly: an absolute-form target (`GET http://evil.example/...`) must name
+this server as `Host` must, a request may carry one `Origin` only (with two, which one would a
+browser have meant?), and a request that frames its body both by `Content-Length` and by
+`Transfer-Encoding` is refused and its connection closed, since the two readings disagree on
+where a second, smuggled request begins. A `Content-Length` beyond the body limit is refused here
+too, before a byte of the body is read. Pure: headers in, a `Rejection` or None out.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Optional
 
 from ._errors import Rejection
@@ -31,36 +36,66 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _QUOTED = 80  # characters of a foreign header value quoted back in a message
 
 
-def refusal(method: str, headers: Mapping[str, str], *, local: tuple[str, int], max_body: int) -> Optional[Rejection]:
+def refusal(
+    method: str,
+    target: str,
+    headers: Sequence[tuple[str, str]],
+    *,
+    local: tuple[str, int],
+    max_body: int,
+    server: str = "demo server",
+) -> Optional[Rejection]:
     """Why this request must be refused, or None. `local` is the (address, port) the connection
-    came in on; `headers` have lower-case names."""
+    came in on; `headers` are the request's (name, value) pairs, names in lower case, repeats kept;
+    `server` names the server in the messages (the local model's server applies the same rules)."""
     address, port = local
     names = {*LOOPBACK_NAMES, _bracketed(address)}
-    host = headers.get("host", "")
-    if _host_name(host, port) not in names:
+    fields = dict(headers)
+    host = fields.get("host", "")
+    authority = _authority(target)
+    for claimed in (host,) if authority is None else (host, authority):
+        if _host_name(claimed, port) not in names:
+            return Rejection(
+                403,
+                f"This {server} answers only requests addressed to it (Host {LOOPBACK_NAMES[0]}:{port} or "
+                f"localhost:{port}), not to {_quote(claimed)}.",
+                type="permission_error",
+                code="host_not_allowed",
+                anthropic_type="permission_error",
+            )
+    origins = [value for name, value in headers if name == "origin"]
+    if len(origins) > 1:
         return Rejection(
             403,
-            f"This demo server answers only requests addressed to it (Host {LOOPBACK_NAMES[0]}:{port} or "
-            f"localhost:{port}), not to {_quote(host)}.",
+            f"A request may carry one Origin header, not {len(origins)}: the {server} cannot tell which page "
+            "sent it, so it refuses it.",
             type="permission_error",
-            code="host_not_allowed",
+            code="origin_not_allowed",
             anthropic_type="permission_error",
         )
-    origin = headers.get("origin")
+    origin = origins[0] if origins else None
     if origin is not None and _host_name(origin.lower().removeprefix("http://"), port) not in names:
         return Rejection(
             403,
-            f"Cross-origin requests are refused: the demo server answers scripts and SDKs, not web pages "
+            f"Cross-origin requests are refused: the {server} answers scripts and SDKs, not web pages "
             f"(Origin {_quote(origin)}).",
             type="permission_error",
             code="origin_not_allowed",
             anthropic_type="permission_error",
         )
-    length = headers.get("content-length", "")
+    length = fields.get("content-length", "")
+    if length and "transfer-encoding" in fields:
+        return Rejection(
+            400,
+            "A request may not carry both Content-Length and Transfer-Encoding: the two disagree on where its "
+            "body ends. The connection is closed.",
+            code="ambiguous_framing",
+            close=True,
+        )
     if length.isdigit() and int(length) > max_body:
-        return too_large(max_body)
-    if method == "POST" or length not in ("", "0") or "transfer-encoding" in headers:
-        media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return too_large(max_body, server)
+    if method == "POST" or length not in ("", "0") or "transfer-encoding" in fields:
+        media = fields.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json":
             return Rejection(
                 415,
@@ -70,14 +105,22 @@ def refusal(method: str, headers: Mapping[str, str], *, local: tuple[str, int], 
     return None
 
 
-def too_large(max_body: int) -> Rejection:
+def too_large(max_body: int, server: str = "demo server") -> Rejection:
     """The rejection of a body found too large while it is read (a chunked body has no length)."""
     return Rejection(
         413,
-        f"The request body is larger than this demo server accepts ({max_body:,} bytes).",
+        f"The request body is larger than this {server} accepts ({max_body:,} bytes).",
         code="request_too_large",
         anthropic_type="request_too_large",
     )
+
+
+def _authority(target: str) -> Optional[str]:
+    """The `host[:port]` of an absolute-form target (`http://host:port/path`), None for a path."""
+    scheme, separator, rest = target.partition("://")
+    if not separator or not scheme.isalpha():
+        return None
+    return rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
 
 
 def _host_name(host: str, port: int) -> Optional[str]:

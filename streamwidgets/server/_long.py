@@ -6,7 +6,7 @@ in several languages). It is also read by people in class, so it is a tutorial w
 written out below, section by section. Longer answers than one pass go on with the sections in a
 new order (picked by the seed), each pass under its own heading, and end on whole sentences from
 a list of tips; the count of token pieces is exact. The same prompt and seed always give the
-same text.
+same text, made a paragraph at a time as it is streamed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import itertools
 import random
 from collections.abc import Iterator
 
-from ._tokens import tokenize
+from ._tokens import MadePieces, Pieces, tokenize
 
 __all__ = ["long_answer_tokens"]
 
@@ -357,24 +357,32 @@ _CLOSING = (
 )
 
 
-def long_answer_tokens(subject: str, tokens: int, seed: str) -> list[str]:
-    """Exactly `tokens` token pieces of the tutorial, the same for the same subject and seed."""
+def long_answer_tokens(subject: str, tokens: int, seed: str) -> Pieces:
+    """Exactly `tokens` token pieces of the tutorial, the same for the same subject and seed.
+
+    Lazy: the pieces are made a paragraph at a time while they are written, so a million of
+    them cost no more memory than a hundred.
+    """
+    return MadePieces(lambda: _long_pieces(subject, tokens, seed), max(0, tokens))
+
+
+def _long_pieces(subject: str, tokens: int, seed: str) -> Iterator[str]:
     rng = random.Random(f"demo-long:{seed}")
-    pieces: list[str] = []
-    blocks = _blocks(rng, subject)
-    while True:
-        block = tokenize(next(blocks))
-        if len(pieces) + len(block) > tokens:
+    made = 0
+    for text in _blocks(rng, subject):
+        block = tokenize(text)
+        if made + len(block) > tokens:
             break
-        pieces.extend(block)
+        made += len(block)
+        yield from block
     # Top up with whole tips (again, if need be), then land on the exact count with one-piece words.
     for tip in itertools.cycle(rng.sample(_TIPS, len(_TIPS))):
         sentence = tokenize(tip + " ")
-        if len(pieces) + len(sentence) > tokens - 2:
+        if made + len(sentence) > tokens - 2:
             break
-        pieces.extend(sentence)
-    pieces.extend(_closing(tokens - len(pieces)))
-    return pieces
+        made += len(sentence)
+        yield from sentence
+    yield from _closing(tokens - made)
 
 
 def _closing(count: int) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ._flavors import Flavor
 from ._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
-from ._scenarios import Script, ScriptError, TextBlock
+from ._script import Citation, Script, ScriptError, TextBlock
 
 __all__ = ["messages_stream", "message_object", "STOP_REASONS"]
 
@@ -118,7 +118,7 @@ class _Blocks:
         }
         return use, {"type": "web_search_tool_result", "tool_use_id": tool_id, "content": results}
 
-    def _citation(self, citation: Any) -> dict[str, Any]:
+    def _citation(self, citation: Citation) -> dict[str, Any]:
         source = self.script.sources[citation.source]
         return {
             "type": "web_search_result_location",

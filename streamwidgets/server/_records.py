@@ -23,8 +23,9 @@ class ConnectionRecord:
     """One streamed response.
 
     `outcome` is `finished` (the server wrote the whole scripted stream, including a scripted
-    cut-off or error), `client_disconnected` (the peer closed mid-stream), `server_stopped`, or
-    `open`. `bytes_sent` counts the SSE body bytes (not HTTP framing); `tokens_sent` the
+    cut-off or error), `client_disconnected` (the peer closed mid-stream), `client_not_reading`
+    (the peer read nothing for `ServerLimits.write_timeout` seconds and was dropped),
+    `server_stopped`, or `open`. `bytes_sent` counts the SSE body bytes (not HTTP framing); `tokens_sent` the
     completion tokens delivered. Times are `time.time()` and, in `*_mono`, `time.monotonic()`.
     """
 

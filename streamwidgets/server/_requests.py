@@ -2,19 +2,23 @@
 
 The three APIs spell a conversation differently (chat `messages`, Responses `input` items,
 Anthropic `messages` with content blocks and a separate `system`); this module reduces each to
-the same few facts: the last thing the user asked, whether the conversation ends with tool
-results, the token budget, and how big the prompt is. Pure: bytes and headers in, a dataclass out.
+the same few facts: the last thing the user asked, the tools and the tool results that end the
+conversation (`_tools`), the token budget, and how big the prompt is. Pure: bytes and headers
+in, a dataclass out.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ._errors import Rejection
+from ._fields import check_body, unrecognized
 from ._tokens import count_tokens
+from ._tools import ToolUse, read_tool_use
 
 __all__ = ["DemoOptions", "DemoRequest", "parse_request"]
 
@@ -56,39 +60,46 @@ class DemoRequest:
     history_tokens: int
     include_usage: bool = False
     max_tokens: Optional[int] = None
-    tool_names: tuple[str, ...] = ()
-    tool_properties: tuple[str, ...] = ()
-    tool_results: tuple[str, ...] = ()
+    #: The tools declared, the tool choice, and the tool results that end the conversation.
+    tool_use: ToolUse = field(default_factory=ToolUse)
     thinking_disabled: bool = False
     #: A partial answer to carry on from: an assistant prefill (Messages), or an assistant turn
     #: followed by a "Continue…" instruction (what `streamwidgets.continue_request` sends).
     continuation: str = ""
     options: DemoOptions = DemoOptions()
+    #: Alternatives per token when the request asked for log-probabilities (chat `logprobs`,
+    #: Responses' `include`), else None: the demo then simulates them (`_logprobs`).
+    logprobs: Optional[int] = None
+    #: The sampling temperature asked for (None: the API's default); the simulated
+    #: probabilities spread out as it rises, although the scripted text stays the same.
+    temperature: Optional[float] = None
 
 
-def parse_request(api: str, body: bytes | Mapping[str, Any], headers: Mapping[str, str] | None = None) -> DemoRequest:
-    """Read `body` as a request to `api`; raise `Rejection` (HTTP 400) when it makes no sense."""
+def parse_request(
+    api: str, body: bytes | Mapping[str, Any], headers: Mapping[str, str] | None = None, *, flavor: str = "demo"
+) -> DemoRequest:
+    """Read `body` as a request to `api` on `flavor`'s route; raise `Rejection` (HTTP 400) when a
+    real provider would refuse it (`_fields`) or it makes no sense."""
     data = _load(body)
-    model = data.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise Rejection(400, "You must provide a model parameter.", param="model", code="missing_required_parameter")
-    stream = data.get("stream", False)
-    if not isinstance(stream, bool):
-        raise Rejection(400, "'stream' must be a boolean.", param="stream", code="invalid_type")
+    check_body(api, flavor, data)
+    model = data["model"]
+    stream = data.get("stream") is True
     if api == "chat":
-        turns, tail_results, tools = _chat(data)
+        turns = _chat(data)
     elif api == "responses":
-        turns, tail_results, tools = _responses(data)
+        turns = _responses(data)
     elif api == "messages":
-        turns, tail_results, tools = _messages(data)
+        turns = _messages(data)
     elif api == "completions":
-        turns, tail_results, tools = _completions(data)
+        turns = _completions(data)
     else:  # pragma: no cover - the router only passes known APIs
         raise ValueError(api)
     continuation, asked = _continuation(turns)
     prompt, history = _last_user_text(turns[:asked])
     prompt_tokens = _PRIMING_TOKENS + sum(n + _PER_MESSAGE_TOKENS for _, _, n in turns)
-    tool_names, tool_properties, tool_tokens = tools
+    tool_use = read_tool_use(api, data)
+    tools = data.get("tools")
+    tool_tokens = count_tokens(json.dumps(tools)) if isinstance(tools, list) and tools else 0
     stream_options = data.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage") is True
     thinking = data.get("thinking")
@@ -101,18 +112,17 @@ def parse_request(api: str, body: bytes | Mapping[str, Any], headers: Mapping[st
         history_tokens=history + tool_tokens,
         include_usage=include_usage,
         max_tokens=_max_tokens(data),
-        tool_names=tool_names,
-        tool_properties=tool_properties,
-        tool_results=tail_results,
+        tool_use=tool_use,
         thinking_disabled=isinstance(thinking, Mapping) and thinking.get("type") == "disabled",
         continuation=continuation,
-        options=_options(data.get("demo"), headers or {}),
+        options=_options(api, data.get("demo"), headers or {}),
+        logprobs=_logprobs(api, data),
+        temperature=float(data["temperature"]) if isinstance(data.get("temperature"), (int, float)) else None,
     )
 
 
 # A turn is (role, text, tokens); the text is what the demo model reads, the tokens what it bills.
 _Turn = tuple[str, str, int]
-_Tools = tuple[tuple[str, ...], tuple[str, ...], int]
 
 
 def _load(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -199,7 +209,7 @@ def _text_of(content: Any) -> tuple[str, int]:
     return text, tokens + count_tokens(text)
 
 
-def _chat(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _Tools]:
+def _chat(data: Mapping[str, Any]) -> list[_Turn]:
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Rejection(400, "'messages' must be a non-empty array.", param="messages", code="invalid_value")
@@ -212,11 +222,10 @@ def _chat(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _Tools
         if message.get("tool_calls"):
             tokens += count_tokens(json.dumps(message["tool_calls"]))
         turns.append((role, text, tokens))
-    tail = tuple(text for role, text, _ in _tail(turns, ("tool", "function")))
-    return turns, tail, _function_tools(data.get("tools"))
+    return turns
 
 
-def _responses(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _Tools]:
+def _responses(data: Mapping[str, Any]) -> list[_Turn]:
     turns: list[_Turn] = []
     instructions = data.get("instructions")
     if isinstance(instructions, str):
@@ -241,11 +250,10 @@ def _responses(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _
                 turns.append((str(item.get("role", "user")), text, tokens))
     else:
         raise Rejection(400, "'input' must be a string or a non-empty array.", param="input", code="invalid_value")
-    tail = tuple(text for role, text, _ in _tail(turns, ("tool",)))
-    return turns, tail, _function_tools(data.get("tools"))
+    return turns
 
 
-def _messages(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _Tools]:
+def _messages(data: Mapping[str, Any]) -> list[_Turn]:
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Rejection(400, "messages: at least one message is required", param="messages", code="invalid_value")
@@ -254,47 +262,24 @@ def _messages(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _T
     if system is not None:
         text, tokens = _text_of(system)
         turns.append(("system", text, tokens))
-    tail: tuple[str, ...] = ()
     for message in messages:
         if not isinstance(message, Mapping):
             raise Rejection(400, "messages: each message must be an object", param="messages", code="invalid_type")
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
         results = [b for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"]
-        tail = tuple(_text_of(block.get("content", ""))[0] for block in results)
         text, tokens = _text_of(content)
         turns.append(("tool" if results else str(message.get("role", "user")), text, tokens))
-    tools = data.get("tools")
-    names: tuple[str, ...] = ()
-    properties: tuple[str, ...] = ()
-    tool_tokens = 0
-    if isinstance(tools, list) and tools:
-        first = tools[0] if isinstance(tools[0], Mapping) else {}
-        names = tuple(
-            str(t.get("name")) for t in tools if isinstance(t, Mapping) and "name" in t and "input_schema" in t
-        )
-        properties = _properties(first.get("input_schema"))
-        tool_tokens = count_tokens(json.dumps(tools))
-    return turns, tail, (names, properties, tool_tokens)
+    return turns
 
 
-def _completions(data: Mapping[str, Any]) -> tuple[list[_Turn], tuple[str, ...], _Tools]:
+def _completions(data: Mapping[str, Any]) -> list[_Turn]:
     prompt = data.get("prompt")
     if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise Rejection(400, "'prompt' must be a string.", param="prompt", code="invalid_value")
-    return [("user", prompt, count_tokens(prompt))], (), ((), (), 0)
-
-
-def _tail(turns: list[_Turn], roles: tuple[str, ...]) -> list[_Turn]:
-    """The tool results that end the conversation (the model is expected to use them now)."""
-    tail: list[_Turn] = []
-    for turn in reversed(turns):
-        if turn[0] not in roles:
-            break
-        tail.append(turn)
-    return tail[::-1]
+    return [("user", prompt, count_tokens(prompt))]
 
 
 def _continuation(turns: list[_Turn]) -> tuple[str, int]:
@@ -330,74 +315,117 @@ def _last_user_text(turns: list[_Turn]) -> tuple[str, int]:
     return "", 0
 
 
-def _function_tools(tools: Any) -> _Tools:
-    """Names and the first tool's parameter names, from chat (nested) or Responses (flat) tools."""
-    if not isinstance(tools, list) or not tools:
-        return (), (), 0
-    names: list[str] = []
-    properties: tuple[str, ...] = ()
-    for tool in tools:
-        if not isinstance(tool, Mapping):
-            continue
-        nested = tool.get("function")
-        spec: Mapping[str, Any] = nested if isinstance(nested, Mapping) else tool
-        if tool.get("type", "function") != "function" or not isinstance(spec.get("name"), str):
-            continue
-        if not names:
-            properties = _properties(spec.get("parameters"))
-        names.append(spec["name"])
-    return tuple(names), properties, count_tokens(json.dumps(tools))
+#: The Responses `include` value that adds log-probabilities to the text deltas.
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 
-def _properties(schema: Any) -> tuple[str, ...]:
-    if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
-        return tuple(str(name) for name in schema["properties"])
-    return ()
-
-
-def _max_tokens(data: Mapping[str, Any]) -> Optional[int]:
-    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-        value = data.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise Rejection(400, f"'{key}' must be a positive integer.", param=key, code="invalid_value")
-        return value
+def _logprobs(api: str, data: Mapping[str, Any]) -> Optional[int]:
+    """How many alternatives per token were asked for, or None (`_fields` checked the values).
+    OpenAI refuses chat `top_logprobs` without `logprobs: true`; Responses asks by `include`."""
+    top = data.get("top_logprobs")
+    if api == "chat":
+        if top is not None and data.get("logprobs") is not True:
+            raise Rejection(
+                400, "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.", param="top_logprobs"
+            )
+        return (top or 0) if data.get("logprobs") is True else None
+    if api == "responses" and LOGPROBS_INCLUDE in (data.get("include") or ()):
+        return top or 0
     return None
 
 
-def _options(demo: Any, headers: Mapping[str, str]) -> DemoOptions:
+def _max_tokens(data: Mapping[str, Any]) -> Optional[int]:
+    """The answer's token limit, in whichever spelling the API has (`_fields` checked its value)."""
+    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+        value = data.get(key)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class _Knob:
+    """A bound on one `demo` option. The server runs in the user's kernel and every local user of a
+    shared machine can reach it, so no option may make one small request cost much: `tokens`
+    bounds the memory of a script, `keepalive_interval` the wake-ups of a stream, and the others
+    how long a stream holds a connection."""
+
+    low: float
+    high: float
+    #: The bound in words, for the 400 that names it.
+    rule: str
+    #: A value that is always allowed besides the range (0: none / as fast as possible).
+    off: Optional[float] = None
+
+
+_KNOBS = {
+    "tokens": _Knob(0, 100_000, "a number of tokens from 0 to 100,000"),
+    "tokens_per_second": _Knob(1, 100_000, "0 (as fast as possible) or from 1 to 100,000 tokens per second", off=0),
+    "first_token_delay": _Knob(0, 600, "from 0 to 600 seconds"),
+    "keepalive_interval": _Knob(0.05, 600, "0 (no heartbeats) or from 0.05 to 600 seconds", off=0),
+}
+_HEADERS = {"tokens_per_second": "x-demo-tokens-per-second", "first_token_delay": "x-demo-first-token-delay"}
+_DEMO_OPTIONS = (*_KNOBS, "seed", "cutoff")
+#: Characters of a `demo.seed` (it keys the memory of the turned-away scenarios).
+_SEED_CHARS = 64
+
+
+def _options(api: str, demo: Any, headers: Mapping[str, str]) -> DemoOptions:
     if demo is not None and not isinstance(demo, Mapping):
         raise Rejection(400, "'demo' must be an object.", param="demo", code="invalid_type")
     demo = demo or {}
+    unknown = [name for name in demo if name not in _DEMO_OPTIONS]
+    if unknown:
+        raise unrecognized(api, unknown, _DEMO_OPTIONS, prefix="demo.")
     lowered = {k.lower(): v for k, v in headers.items()}
 
-    def number(key: str, header: str | None = None) -> Optional[float]:
+    def number(key: str) -> Optional[float]:
         value: Any = demo.get(key)
-        if value is None and header is not None:
-            value = lowered.get(header)
+        if value is None and key in _HEADERS:
+            value = lowered.get(_HEADERS[key])
         if value is None:
             return None
+        knob = _KNOBS[key]
         try:
-            result = float(value)
+            result = float(value) if not isinstance(value, bool) else math.nan
         except (TypeError, ValueError):
-            raise Rejection(400, f"'demo.{key}' must be a number.", param=f"demo.{key}", code="invalid_value") from None
-        if not result >= 0 or result == float("inf"):
+            result = math.nan
+        if not (knob.low <= result <= knob.high or result == knob.off):
             raise Rejection(
-                400, f"'demo.{key}' must be a finite number >= 0.", param=f"demo.{key}", code="invalid_value"
+                400,
+                f"'demo.{key}' must be {knob.rule}, not {_shown(value)}.",
+                param=f"demo.{key}",
+                code="invalid_value",
             )
         return result
 
     tokens = number("tokens")
     seed = demo.get("seed")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, (str, int, float)) or len(str(seed)) > _SEED_CHARS
+    ):
+        raise Rejection(
+            400,
+            f"'demo.seed' must be a string or a number of at most {_SEED_CHARS} characters.",
+            param="demo.seed",
+            code="invalid_value",
+        )
     cutoff = demo.get("cutoff", "clean")
     if cutoff not in ("clean", "abort"):
         raise Rejection(400, "'demo.cutoff' must be 'clean' or 'abort'.", param="demo.cutoff", code="invalid_value")
     return DemoOptions(
-        tokens_per_second=number("tokens_per_second", "x-demo-tokens-per-second"),
-        first_token_delay=number("first_token_delay", "x-demo-first-token-delay"),
-        tokens=None if tokens is None else min(int(tokens), 1_000_000),
+        tokens_per_second=number("tokens_per_second"),
+        first_token_delay=number("first_token_delay"),
+        tokens=None if tokens is None else int(tokens),
         seed=None if seed is None else str(seed),
         keepalive_interval=number("keepalive_interval"),
         cutoff=cutoff,
     )
+
+
+def _shown(value: Any) -> str:
+    """A rejected value, quoted briefly (a header or a body may hold anything)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+    text = repr(value) if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 40 else text[:40] + "..."

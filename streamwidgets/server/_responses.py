@@ -9,11 +9,13 @@ official SDK's stream helper checks item identities and ordering, so the ids sta
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Optional
 
 from ._flavors import Flavor
 from ._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
-from ._scenarios import Script, ScriptError
+from ._logprobs import simulated_logprobs
+from ._script import Script, ScriptError
 
 __all__ = ["responses_stream", "response_object"]
 
@@ -62,6 +64,21 @@ class _Events:
         self.sequence = 0
         self.id = ident("resp_", script.nonce)
         self.items: list[dict[str, Any]] = []
+
+    @cached_property
+    def text(self) -> str:
+        """The whole answer text, joined once (the `done` events and the final response repeat it)."""
+        return self.script.text
+
+    @cached_property
+    def logprobs(self) -> list[dict[str, Any]]:
+        """Every text token's simulated logprob entry, when asked for (the `done` events repeat them)."""
+        if self.script.logprobs is None:
+            return []
+        return [self._logprob(token, i) for i, token in enumerate(self.script.text_tokens)]
+
+    def _logprob(self, token: str, position: int) -> dict[str, Any]:
+        return simulated_logprobs(token, position, self.script.logprobs or 0, self.script.temperature)
 
     # -------------------------------------------------------------- building blocks
 
@@ -194,7 +211,7 @@ class _Events:
 
     def _message_item(self, status: str, full: bool) -> dict[str, Any]:
         content = (
-            [{"type": "output_text", "text": self.script.text, "annotations": self._annotations(), "logprobs": []}]
+            [{"type": "output_text", "text": self.text, "annotations": self._annotations(), "logprobs": self.logprobs}]
             if full
             else []
         )
@@ -219,11 +236,12 @@ class _Events:
             )
         )
         citations = [c for block in self.script.blocks for c in block.citations]
-        tokens = self.script.text_tokens
         written = 0
         announced = 0
-        for count, token in enumerate(tokens, 1):
-            yield Frame(self.event("response.output_text.delta", **place, delta=token, logprobs=[]), 1)
+        asked = self.script.logprobs is not None
+        for count, token in enumerate(self.script.text_tokens, 1):
+            logprobs = [self._logprob(token, count - 1)] if asked else []
+            yield Frame(self.event("response.output_text.delta", **place, delta=token, logprobs=logprobs), 1)
             written += len(token)
             if count == self.script.malformed_after:
                 yield Frame(self.malformed(place))
@@ -240,9 +258,9 @@ class _Events:
                 announced += 1
         if self.script.ending not in ("stop", "length", "tool_calls"):
             return
-        text = self.script.text
-        yield Frame(self.event("response.output_text.done", **place, text=text, logprobs=[]))
-        part = {"type": "output_text", "text": text, "annotations": self._annotations(), "logprobs": []}
+        text = self.text
+        yield Frame(self.event("response.output_text.done", **place, text=text, logprobs=self.logprobs))
+        part = {"type": "output_text", "text": text, "annotations": self._annotations(), "logprobs": self.logprobs}
         yield Frame(self.event("response.content_part.done", **place, part=part))
         done = self._message_item("incomplete" if self.script.ending == "length" else "completed", True)
         self.items.append(done)

@@ -19,10 +19,11 @@ from ._errors import SCRIPTED_HTTP_ERRORS, Rejection, error_body, error_headers
 from ._flavors import FLAVORS, Flavor
 from ._frames import Steps, comment, dumps, ident, sse
 from ._messages import message_object, messages_stream
+from ._models import demo_models, unknown_model
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._responses import response_object, responses_stream
-from ._scenarios import SCENARIOS, Pacing, Script, TryCounter, build_script
+from ._scenarios import Pacing, Script, TryCounter, build_script
 
 __all__ = ["Router", "JsonReply", "StreamReply", "SilentReply", "Reply"]
 
@@ -104,7 +105,10 @@ class Router:
         if method != "POST":
             return _not_allowed(method, path, "POST", nonce, api)
         try:
-            request = parse_request(api, body, headers)
+            request = parse_request(api, body, headers, flavor=flavor.name)
+            unknown = unknown_model(request.model, flavor.name, api)
+            if unknown is not None:
+                raise unknown
             if api == "completions" and request.stream:
                 raise Rejection(
                     400,
@@ -137,7 +141,12 @@ class Router:
             heartbeat=beat,
             heartbeat_mode=flavor.heartbeat_mode,
             # A scripted cut-off closes the connection afterwards: say so up front.
-            headers=(*_STREAM_HEADERS, request_id, *([("connection", "close")] if script.ending == "cutoff" else [])),
+            headers=(
+                *_STREAM_HEADERS,
+                request_id,
+                _script_header(script),
+                *([("connection", "close")] if script.ending == "cutoff" else []),
+            ),
         )
 
     def _whole(self, api: str, flavor: Flavor, script: Script, request_id: tuple[str, str]) -> Reply:
@@ -165,7 +174,7 @@ class Router:
         return JsonReply(
             200,
             json.dumps(body, ensure_ascii=False).encode(),
-            (_JSON, request_id),
+            (_JSON, request_id, _script_header(script)),
             pacing.first_token_delay + generation,
         )
 
@@ -185,6 +194,11 @@ class Router:
         except ValueError:
             after = 0
         return _json(200, [record.to_json() for record in self._records(after)])
+
+
+def _script_header(script: Script) -> tuple[str, str]:
+    """What answered (a lesson's title, `none`, or the scenario), so a client can say so."""
+    return ("x-demo-script", script.label)
 
 
 def _unknown(method: str, path: str) -> Rejection:
@@ -212,12 +226,8 @@ def _not_allowed(method: str, path: str, allowed: str, nonce: str, api: str = "c
     return JsonReply(reply.status, reply.body, (*reply.headers, ("allow", allowed)))
 
 
-def _model_names() -> list[str]:
-    return list(SCENARIOS) + [f"demo-http-{status}" for status in SCRIPTED_HTTP_ERRORS]
-
-
 def _models(*, anthropic: bool) -> dict[str, object]:
-    names = _model_names()
+    names = demo_models()
     if anthropic:
         data = [
             {"type": "model", "id": name, "display_name": name, "created_at": "2023-11-14T22:13:20Z"} for name in names
@@ -236,5 +246,5 @@ def _about() -> dict[str, object]:
     return {
         "name": "streamwidgets demo server",
         "flavors": {name: f"/{name}/v1" if name != "demo" else "/v1" for name in FLAVORS},
-        "models": _model_names(),
+        "models": demo_models(),
     }

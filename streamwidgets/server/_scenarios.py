@@ -1,218 +1,442 @@
 """Scenarios: what the demo model does for a request, decided before a single byte is written.
 
-The model name picks a scenario (see the table in the package docstring); the scenario and the
-prompt give a `Script`: the reasoning, text and tool-call token pieces to stream, the sources,
-how the stream ends and what usage it reports. Scripts are dialect-free data; the writers in
-`_chat`, `_responses` and `_messages` turn one into the bytes of each API. Everything here is
-pure: the same request, clock value and nonce always give the same script.
+The model name picks a scenario; the scenario and the prompt give a `Script` (`_script`): the
+reasoning, text and tool-call token pieces to stream, the sources, how the stream ends and what
+usage it reports. Each scenario is declared once, as one row of `SCENARIOS`: its summary, pace,
+first-token delay, the script builder, how it breaks its answer (`Fault`) and whether it turns
+the first tries away (`TurnedAway`). Everything else is derived from the rows: `/v1/models`,
+the try counter, Continue after a fault, the `X-Demo-Script` header, and the scenario tables of
+the package docstring and of the README (`scenarios_table`, which a test holds them to).
+
+`build_script` is pure: the same request, clock value and nonce always give the same script,
+and it changes none of its inputs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Optional, TypeVar, Union
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Optional
 
 from . import _answers as answers
+from ._calling import answer_results, failure_sentence, plan_calls, plan_retry
 from ._errors import SCRIPTED_HTTP_ERRORS, Rejection, scripted_rejection
+from ._lessons import choose_lesson, lesson_titles, score
 from ._long import long_answer_tokens
 from ._requests import DemoOptions, DemoRequest
-from ._tokens import tokenize
+from ._script import (
+    DEFAULT_KEEPALIVE,
+    FIXED_CREATED,
+    Citation,
+    Pacing,
+    Script,
+    ScriptedToolCall,
+    ScriptError,
+    ScriptUsage,
+    TextBlock,
+    WebSource,
+)
+from ._tokens import NO_PIECES, TextPieces
 
 __all__ = [
     "SCENARIOS",
     "Scenario",
+    "Fault",
+    "TurnedAway",
     "Script",
-    "ScriptError",
-    "ScriptUsage",
-    "TextBlock",
-    "Citation",
-    "WebSource",
-    "ScriptedToolCall",
-    "Pacing",
     "build_script",
     "resolve_model",
+    "scenarios_table",
     "TryCounter",
 ]
+
+_DEFAULT_PACE = 80.0
+_DEFAULT_FIRST_TOKEN = 0.3
+_DEFAULT_LONG_TOKENS = 20_000
+_DEFAULT_LENGTH_LIMIT = 60
+
+#: A builder makes a scenario's whole answer from the base script (ids, model), the request and
+#: the seed; a `Fault` breaks it afterwards.
+Builder = Callable[[Script, DemoRequest, str], Script]
+
+
+# ---------------------------------------------------------------------------- script builders
+
+
+def _plain(base: Script, request: DemoRequest, seed: str) -> Script:
+    """The lesson for the question (or the reply that says there is none)."""
+    lesson = choose_lesson(request.prompt)
+    return replace(base, label=lesson.title, blocks=(TextBlock.of(lesson.text),))
+
+
+def _fast(base: Script, request: DemoRequest, seed: str) -> Script:
+    """The short version: the lesson up to its first heading (a quick model says less)."""
+    lesson = choose_lesson(request.prompt)
+    short = re.split(r"\n#+ ", lesson.text, maxsplit=1)[0].rstrip() + "\n"
+    return replace(base, label=lesson.title, blocks=(TextBlock.of(short),))
+
+
+def _deep(base: Script, request: DemoRequest, seed: str) -> Script:
+    """Reasoning, the whole lesson, and a closing summary (a careful model says more)."""
+    lesson = choose_lesson(request.prompt)
+    first = re.split(r"(?<=[.!?])\s", lesson.text.strip(), maxsplit=1)[0]
+    summary = f"\n\n**In short:** {re.sub(r'[*`]', '', first)}\n"
+    return replace(
+        base,
+        label=lesson.title,
+        reasoning_tokens=TextPieces(lesson.reasoning),
+        blocks=(TextBlock.of(lesson.text.rstrip() + summary),),
+    )
+
+
+def _reasoning(base: Script, request: DemoRequest, seed: str) -> Script:
+    lesson = choose_lesson(request.prompt)
+    return replace(
+        base,
+        label=lesson.title,
+        reasoning_tokens=TextPieces(lesson.reasoning),
+        blocks=(TextBlock.of(lesson.text),),
+    )
+
+
+def _markdown(base: Script, request: DemoRequest, seed: str) -> Script:
+    return replace(base, blocks=(TextBlock.of(answers.MARKDOWN_SHOWCASE),))
+
+
+def _search(base: Script, request: DemoRequest, seed: str) -> Script:
+    """An answer written from scripted web results: the best keyword match, else a stable hash."""
+    text = request.prompt.lower()
+    points = [score(text, found.keywords) for found in answers.SEARCH_ANSWERS]
+    if max(points) > 0:
+        found = answers.SEARCH_ANSWERS[points.index(max(points))]
+    else:
+        found = answers.SEARCH_ANSWERS[int(_digest(request.prompt.strip())[:8], 16) % len(answers.SEARCH_ANSWERS)]
+    sources = tuple(WebSource(title, url) for title, url in found.sources)
+    blocks = _cited_blocks([(p.text, p.cites) for p in found.passages])
+    return replace(base, label=found.title, blocks=blocks, sources=sources, search_query=found.query)
+
+
+def _cited_blocks(passages: list[tuple[str, tuple[int, ...]]]) -> tuple[TextBlock, ...]:
+    """One block per passage; each `[n]` marker in it becomes a citation of source n-1."""
+    blocks: list[TextBlock] = []
+    offset = 0
+    for text, cites in passages:
+        cited_text = re.sub(r"\s*\[\d+\]", "", text).strip()
+        citations = tuple(
+            Citation(int(m.group(1)) - 1, offset + m.start(), offset + m.end(), cited_text)
+            for m in re.finditer(r"\[(\d+)\]", text)
+            if int(m.group(1)) - 1 in cites
+        )
+        blocks.append(TextBlock.of(text, citations))
+        offset += len(text)
+    return tuple(blocks)
+
+
+def _tools(base: Script, request: DemoRequest, seed: str) -> Script:
+    """A function-calling model (`_calling`): it tries a failed call once more when the error
+    suggests other arguments, else answers from the tool results that end the conversation,
+    else calls the declared tools that fit the question, else (no tools, or `tool_choice:
+    none`) answers in text and says why it called nothing."""
+    use = request.tool_use
+    retry = plan_retry(use) if use.results else None
+    if retry is not None:
+        call, failed = retry
+        intro = f"{failure_sentence(failed)} I'll call it again with other arguments."
+        return replace(
+            base,
+            blocks=(TextBlock.of(intro),),
+            tool_calls=(ScriptedToolCall(call.tool.name, TextPieces(call.arguments)),),
+            ending="tool_calls",
+        )
+    if use.results:
+        return replace(base, blocks=(TextBlock.of(answer_results(use.results)),))
+    calls = plan_calls(request.prompt, use.tools, use.choice)
+    if not calls:
+        why = answers.TOOLS_NONE if not use.tools else answers.TOOLS_DECLINED
+        lesson = choose_lesson(request.prompt)
+        return replace(base, blocks=(TextBlock.of(f"{why}\n\n{lesson.text}"),))
+    names = [call.tool.name for call in calls]
+    if len(calls) == 2 and names[0] == names[1]:
+        first, second = (call.parsed for call in calls)
+        key = next((k for k in first if first[k] != second.get(k)), None)
+        what = f"for {str(first[key])[:60]} and {str(second[key])[:60]}" if key else "twice"
+        intro = f"I'll call `{names[0]}` {what} at the same time."
+    elif len(calls) == 2:
+        intro = f"I'll call `{names[0]}` and `{names[1]}` at the same time."
+    else:
+        intro = f"I'll call `{names[0]}`."
+    question = " ".join(request.prompt.split())[:160] or "(nothing)"
+    offered = ", ".join(f"`{tool.name}`" for tool in use.tools[:8])
+    offered += f" and {len(use.tools) - 8} more" if len(use.tools) > 8 else ""
+    reasoning = answers.TOOLS_REASONING.format(
+        question=question, count=len(use.tools), s="s" if len(use.tools) != 1 else "", offered=offered
+    )
+    return replace(
+        base,
+        reasoning_tokens=TextPieces(reasoning),
+        blocks=(TextBlock.of(intro),),
+        tool_calls=tuple(ScriptedToolCall(call.tool.name, TextPieces(call.arguments)) for call in calls),
+        ending="tool_calls",
+    )
+
+
+def _long(base: Script, request: DemoRequest, seed: str) -> Script:
+    count = request.options.tokens if request.options.tokens is not None else _DEFAULT_LONG_TOKENS
+    return replace(base, blocks=(TextBlock(long_answer_tokens(request.prompt, count, seed)),))
+
+
+def _xss(base: Script, request: DemoRequest, seed: str) -> Script:
+    text = answers.XSS_TEXT
+    cut = text.index("If you can read")
+    return replace(
+        base,
+        reasoning_tokens=TextPieces(answers.XSS_REASONING),
+        blocks=_cited_blocks([(text[:cut], ()), (text[cut:], (0, 1, 2))]),
+        sources=tuple(WebSource(title, url) for title, url in answers.XSS_SOURCES),
+        search_query='"><img src=x onerror="window.__xss=1">',
+        tool_calls=(ScriptedToolCall(answers.XSS_TOOL_NAME, TextPieces(answers.XSS_TOOL_ARGUMENTS)),),
+        ending="tool_calls",
+    )
+
+
+# ---------------------------------------------------------------------------- the rows
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How a scenario breaks its answer.
+
+    The first `keep` of the answer's text is streamed (at least one token, at most `at_most`;
+    `keep=0`: none), then the stream ends as `ending` says (`error`, with `error`, whose message
+    may name the `{tokens}` sent; `cutoff`; `stall`). Or the answer comes whole with one invalid
+    event in its middle (`malformed`), or cut at `token_limit` tokens. A Continue after the fault
+    gets the rest of the whole answer.
+    """
+
+    ending: Optional[str] = None
+    keep: float = 1.0
+    at_most: Optional[int] = None
+    error: Optional[ScriptError] = None
+    malformed: bool = False
+    token_limit: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TurnedAway:
+    """Refused with HTTP `status` (and `Retry-After: retry_after`) for the first `tries` tries of
+    each prompt, then answered. The server counts the tries (`TryCounter`); the cycle starts over
+    after an answer, so that running the cell again shows the wait again."""
+
+    status: int
+    tries: int
+    retry_after: int
+
+    def rejection(self, scenario: str, tries: int) -> Rejection:
+        scripted = scripted_rejection(self.status)
+        message = (
+            f"{scripted.message.split(' (')[0]} (The demo server turns away the first {self.tries} "
+            f"tries of each prompt for {scenario}; this was try {tries}.)"
+        )
+        return replace(scripted, message=message, retry_after=self.retry_after)
+
+    def describe(self) -> str:
+        first = "try" if self.tries == 1 else f"{self.tries} tries"
+        return f"HTTP {self.status} with `Retry-After: {self.retry_after}` for the first {first} of a prompt, then"
 
 
 @dataclass(frozen=True)
 class Scenario:
+    """One model name of the demo provider and everything it does."""
+
     name: str
     summary: str
-    tokens_per_second: float = 80.0
-    first_token_delay: float = 0.3
-
-
-SCENARIOS: dict[str, Scenario] = {
-    s.name: s
-    for s in (
-        Scenario("demo", "a markdown answer chosen from the prompt"),
-        Scenario("demo-markdown", "every markdown block: headings, lists, table, two code languages, quote, task list"),
-        Scenario("demo-reasoning", "reasoning first, then the answer"),
-        Scenario(
-            "demo-search",
-            "web search: 4-5 sources, [n] markers, citations in each dialect's shape",
-            first_token_delay=0.8,
-        ),
-        Scenario(
-            "demo-tools", "two parallel get_weather calls (or a summary when the last message holds tool results)"
-        ),
-        Scenario("demo-long", "tens of thousands of tokens of generated markdown, fast", tokens_per_second=4000.0),
-        Scenario("demo-slow", "first token after 3 s, with keep-alive comments meanwhile", first_token_delay=3.0),
-        Scenario("demo-error", "an error inside the stream after some text"),
-        Scenario("demo-error-early", "an error as the very first event of a 200 stream (insufficient balance)"),
-        Scenario("demo-cutoff", "the connection closes after some text, without the terminator"),
-        Scenario("demo-stall", "some text, then silence until the client leaves"),
-        Scenario("demo-malformed", "one event with invalid JSON in the middle; the stream then ends properly"),
-        Scenario("demo-xss", "hostile HTML and URLs in the text, reasoning, sources and a tool call"),
-        Scenario("demo-length", "cut by the token limit: length / max_tokens / response.incomplete"),
-        # Three models that differ in pace and style, for `sw.compare` in class.
-        Scenario(
-            "demo-fast",
-            "a small, quick model: the short version of the answer, 250 tokens/s, first token at 0.1 s",
-            tokens_per_second=250.0,
-            first_token_delay=0.1,
-        ),
-        Scenario(
-            "demo-deep",
-            "a large, careful model: reasoning, the full answer and a summary, 30 tokens/s, first token at 1.2 s",
-            tokens_per_second=30.0,
-            first_token_delay=1.2,
-        ),
-        # Turned away before any stream, then answered: what `retries=` is for.
-        Scenario(
-            "demo-ratelimit",
-            "HTTP 429 with Retry-After: 2 for the first try of a prompt, then the demo answer",
-            first_token_delay=0.2,
-        ),
-        Scenario(
-            "demo-overloaded",
-            "HTTP 503 with Retry-After: 1 for the first 2 tries of a prompt, then the demo answer",
-            first_token_delay=0.2,
-        ),
-    )
-}
-
-#: Turned-away scenarios: (HTTP status, tries turned away, Retry-After seconds). The server counts
-#: the tries of each prompt (`TryCounter`); the cycle starts over after an answer, so that running
-#: the cell again shows the wait again.
-_TURNED_AWAY = {"demo-ratelimit": (429, 1, 2), "demo-overloaded": (503, 2, 1)}
-
-_DEFAULT_LONG_TOKENS = 20_000
-_DEFAULT_LENGTH_LIMIT = 60
-_DEFAULT_KEEPALIVE = 1.0
-_FIXED_CREATED = 1_700_000_000
-
-
-@dataclass(frozen=True)
-class WebSource:
-    title: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Citation:
-    """A `[n]` marker in the text: which source, where the marker is, what passage it backs."""
-
-    source: int
-    start: int
-    end: int
-    cited_text: str
-
-
-@dataclass(frozen=True)
-class TextBlock:
-    """A run of answer text; searched answers have one block per cited passage."""
-
-    tokens: tuple[str, ...]
-    citations: tuple[Citation, ...] = ()
+    build: Builder
+    tokens_per_second: float = _DEFAULT_PACE
+    first_token_delay: float = _DEFAULT_FIRST_TOKEN
+    fault: Optional[Fault] = None
+    turned_away: Optional[TurnedAway] = None
 
     @property
-    def text(self) -> str:
-        return "".join(self.tokens)
+    def description(self) -> str:
+        """What the stream does, as the scenario tables say it: the summary, and the pace where
+        it is not the default."""
+        text = self.summary
+        if self.turned_away is not None:
+            text = f"{self.turned_away.describe()} {text}"
+        pace = []
+        if self.tokens_per_second != _DEFAULT_PACE:
+            pace.append(f"{self.tokens_per_second:,g} tokens/s")
+        if self.first_token_delay != _DEFAULT_FIRST_TOKEN:
+            pace.append(f"first token at {self.first_token_delay:g} s")
+        return f"{text}; {', '.join(pace)}" if pace else text
 
 
-@dataclass(frozen=True)
-class ScriptedToolCall:
-    name: str
-    argument_tokens: tuple[str, ...]
-
-    @property
-    def arguments(self) -> str:
-        return "".join(self.argument_tokens)
+def _table(*rows: Scenario) -> dict[str, Scenario]:
+    return {row.name: row for row in rows}
 
 
-@dataclass(frozen=True)
-class ScriptError:
-    """An error that arrives inside a 200 stream; `kind` is `server_error` or `insufficient_balance`."""
+SCENARIOS: dict[str, Scenario] = _table(
+    Scenario(
+        "demo",
+        "a lesson on the question's topic, chosen by its words (" + ", ".join(lesson_titles()) + "), or a small "
+        "sum worked out; a greeting for a greeting; else a short reply that says it has no lesson. The "
+        "`X-Demo-Script` header names the lesson",
+        _plain,
+    ),
+    Scenario(
+        "demo-markdown", "every markdown block: headings, lists, table, two code languages, quote, task list", _markdown
+    ),
+    Scenario(
+        "demo-reasoning",
+        "reasoning first (reasoning_content / reasoning / summary / thinking), then the lesson; reasoning tokens "
+        "are reported in usage",
+        _reasoning,
+    ),
+    Scenario(
+        "demo-search",
+        "a web search (4-5 sources) and an answer with [n] markers; sources travel as each dialect and flavor "
+        "carries them (annotations, venym.sources, citations...)",
+        _search,
+        first_token_delay=0.8,
+    ),
+    Scenario(
+        "demo-tools",
+        "a function-calling model: calls the declared `tools` that fit the question (two at once when two fit, "
+        "or one tool for two cities) with arguments that fit their schemas; answers from the tool results "
+        "that end the conversation and says when one failed (retried once when the error suggests other "
+        "arguments); without tools, a plain answer",
+        _tools,
+    ),
+    Scenario("demo-fast", "a small, quick model: the short version of the lesson", _fast, 250.0, first_token_delay=0.1),
+    Scenario(
+        "demo-deep",
+        "a large, careful model: reasoning, the whole lesson and a summary",
+        _deep,
+        30.0,
+        first_token_delay=1.2,
+    ),
+    Scenario(
+        "demo-long",
+        f"{_DEFAULT_LONG_TOKENS:,} tokens (`demo.tokens`) of a real tutorial on asyncio, whatever the question",
+        _long,
+        4000.0,
+    ),
+    Scenario(
+        "demo-slow", "the lesson, with heartbeat comments (ping events) until it starts", _plain, first_token_delay=3.0
+    ),
+    Scenario(
+        "demo-error",
+        "some text, then an error inside the 200 stream in the route's own shape",
+        _plain,
+        fault=Fault(
+            "error",
+            keep=0.33,
+            at_most=40,
+            error=ScriptError(
+                "server_error",
+                "The model stopped unexpectedly after {tokens} tokens (scripted by the demo-error model).",
+            ),
+        ),
+    ),
+    Scenario(
+        "demo-error-early",
+        "the error is the very first event of a 200 stream (insufficient balance)",
+        _plain,
+        fault=Fault(
+            "error",
+            keep=0.0,
+            error=ScriptError(
+                "insufficient_balance",
+                "Insufficient balance: add credit to continue (scripted by the demo-error-early model).",
+            ),
+        ),
+    ),
+    Scenario(
+        "demo-cutoff",
+        "some text, then the connection closes without the dialect's terminator (the HTTP body ends properly; "
+        '`"demo": {"cutoff": "abort"}` breaks it off mid-body instead)',
+        _plain,
+        fault=Fault("cutoff", keep=0.5, at_most=60),
+    ),
+    Scenario(
+        "demo-stall",
+        "some text, then silence until the client leaves (Engy keeps sending its `: keepalive` comments)",
+        _plain,
+        fault=Fault("stall", keep=0.25, at_most=30),
+    ),
+    Scenario(
+        "demo-malformed",
+        "one event with invalid JSON in the middle; the stream then ends properly",
+        _plain,
+        fault=Fault(malformed=True),
+    ),
+    Scenario(
+        "demo-xss",
+        "script-running payloads in the text, reasoning, sources and a tool call; each would set "
+        "`window.__xss = 1` if executed",
+        _xss,
+    ),
+    Scenario(
+        "demo-length",
+        f"cut by the token limit (the request's max_tokens, else {_DEFAULT_LENGTH_LIMIT}): finish_reason length / "
+        "stop_reason max_tokens / response.incomplete",
+        _plain,
+        fault=Fault(token_limit=_DEFAULT_LENGTH_LIMIT),
+    ),
+    Scenario(
+        "demo-ratelimit",
+        "the lesson (`retries=` waits and tries again)",
+        _plain,
+        first_token_delay=0.2,
+        turned_away=TurnedAway(429, tries=1, retry_after=2),
+    ),
+    Scenario(
+        "demo-overloaded",
+        "the lesson",
+        _plain,
+        first_token_delay=0.2,
+        turned_away=TurnedAway(503, tries=2, retry_after=1),
+    ),
+)
 
-    kind: str
-    message: str
+#: The family of `demo-http-<status>` models, one per scripted status (`_errors`).
+HTTP_ERRORS_SUMMARY = (
+    "an HTTP error with the route's JSON envelope before any stream, for "
+    + ", ".join(str(status) for status in SCRIPTED_HTTP_ERRORS)
+    + " ("
+    + ", ".join(str(s) for s, row in SCRIPTED_HTTP_ERRORS.items() if row[4] is not None)
+    + " send Retry-After)"
+)
 
 
-@dataclass(frozen=True)
-class ScriptUsage:
-    prompt_tokens: int
-    completion_tokens: int
-    cached_tokens: int
-    reasoning_tokens: int
+def scenarios_table(style: str = "markdown") -> str:
+    """The scenario table, from the rows: `markdown` (the README's), or `text` (the package
+    docstring's). `python -m streamwidgets.server --scenarios-table` prints it."""
+    rows = [(name, row.description) for name, row in SCENARIOS.items()]
+    rows.append(("demo-http-NNN", HTTP_ERRORS_SUMMARY))
+    if style == "markdown":
+        lines = ["| model | what the stream does |", "|---|---|"]
+        lines += [f"| `{name}` | {text} |" for name, text in rows]
+        return "\n".join(lines) + "\n"
+    if style != "text":
+        raise ValueError(f"unknown table style {style!r}: use 'markdown' or 'text'")
+    first, second = 19, 74
+    rule = "=" * first + " " + "=" * second
+    lines = [rule, f"{'model':<{first}} what the stream does", rule]
+    for name, text in rows:
+        # Never wrap inside a code span: its spaces are held together while the text is wrapped.
+        held = re.sub(r"`[^`]*`", lambda m: m.group().replace(" ", "\0"), text)
+        wrapped = [line.replace("\0", " ") for line in textwrap.wrap(held, second, break_on_hyphens=False)]
+        lines.append(f"{name:<{first}} {wrapped[0]}")
+        lines += [" " * (first + 1) + more for more in wrapped[1:]]
+    lines.append(rule)
+    return "\n".join(lines) + "\n"
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
-
-@dataclass(frozen=True)
-class Pacing:
-    """Seconds and rates; `tokens_per_second == 0` means as fast as possible, `keepalive_interval == 0` none."""
-
-    tokens_per_second: float
-    first_token_delay: float
-    keepalive_interval: float
-
-
-@dataclass(frozen=True)
-class Script:
-    """Everything the server will stream for one request, in no particular dialect.
-
-    `ending` is how the stream ends: `stop`, `length` or `tool_calls` (proper ends), `error`
-    (an error event), `cutoff` (the connection closes without a terminator) or `stall`
-    (silence until the client leaves). `text` and `reasoning` are exactly what is streamed.
-    """
-
-    scenario: str
-    model: str
-    reasoning_tokens: tuple[str, ...] = ()
-    blocks: tuple[TextBlock, ...] = ()
-    tool_calls: tuple[ScriptedToolCall, ...] = ()
-    sources: tuple[WebSource, ...] = ()
-    search_query: Optional[str] = None
-    ending: str = "stop"
-    error: Optional[ScriptError] = None
-    malformed_after: Optional[int] = None
-    usage: ScriptUsage = ScriptUsage(0, 0, 0, 0)
-    pacing: Pacing = Pacing(80.0, 0.3, _DEFAULT_KEEPALIVE)
-    nonce: str = "0"
-    created: int = _FIXED_CREATED
-    include_usage: bool = False
-    cutoff_abort: bool = False
-    rejection: Optional[Rejection] = field(default=None, compare=False)
-
-    @property
-    def text(self) -> str:
-        return "".join(block.text for block in self.blocks)
-
-    @property
-    def reasoning(self) -> str:
-        return "".join(self.reasoning_tokens)
-
-    @property
-    def text_tokens(self) -> tuple[str, ...]:
-        return tuple(token for block in self.blocks for token in block.tokens)
+# ---------------------------------------------------------------------------- choosing and building
 
 
 def resolve_model(model: str) -> tuple[str, bool]:
@@ -247,11 +471,11 @@ class TryCounter:
 
     def try_of(self, request: DemoRequest) -> int:
         name, _online = resolve_model(request.model)
-        turned_away = _TURNED_AWAY.get(name)
-        if turned_away is None:
+        scenario = SCENARIOS.get(name)
+        if scenario is None or scenario.turned_away is None:
             return 1
         key = (name, request.prompt, request.options.seed or "")
-        tries = self._seen.get(key, 0) % (turned_away[1] + 1) + 1
+        tries = self._seen.get(key, 0) % (scenario.turned_away.tries + 1) + 1
         self._seen[key] = tries
         if len(self._seen) > 10_000:  # a long-running server forgets the oldest prompts
             self._seen.pop(next(iter(self._seen)))
@@ -264,309 +488,131 @@ def build_script(request: DemoRequest, *, now: float, nonce: str, tries: int = 1
 
     With a `demo.seed` both are ignored, so that the same request gives the same bytes.
     """
-    scenario_name, online = resolve_model(request.model)
+    name, online = resolve_model(request.model)
     options = request.options
     if options.seed is not None:
         nonce = _digest(f"{options.seed}|{request.api}|{request.model}|{request.prompt}")[:24]
-        created = _FIXED_CREATED
+        created = FIXED_CREATED
     else:
         created = int(now)
     base = Script(
-        scenario=scenario_name,
+        scenario=name,
         model=request.model,
+        label=name,
         nonce=nonce,
         created=created,
         include_usage=request.include_usage,
         cutoff_abort=options.cutoff == "abort",
+        logprobs=request.logprobs,
+        temperature=request.temperature,
     )
-    if scenario_name.startswith("demo-http-"):
-        rejection = scripted_rejection(int(scenario_name.rsplit("-", 1)[1]))
-        return _replace(base, rejection=rejection)
-    if scenario_name in _TURNED_AWAY:
-        status, turned_away, retry_after = _TURNED_AWAY[scenario_name]
-        if tries <= turned_away:
-            rejection = scripted_rejection(status)
-            rejection.retry_after = retry_after
-            rejection.message = (
-                f"{rejection.message.split(' (')[0]} (The demo server turns away the first {turned_away} "
-                f"tries of each prompt for {scenario_name}; this was try {tries}.)"
-            )
-            return _replace(base, rejection=rejection)
-    scenario = SCENARIOS[scenario_name]
+    if name.startswith("demo-http-"):
+        return replace(base, rejection=scripted_rejection(int(name.rsplit("-", 1)[1])))
+    scenario = SCENARIOS[name]
+    if scenario.turned_away is not None and tries <= scenario.turned_away.tries:
+        return replace(base, rejection=scenario.turned_away.rejection(name, tries))
     seed = request.prompt if options.seed is None else f"{options.seed}|{request.prompt}"
-    script = _SCRIPTERS[scenario_name](base, request, seed)
+    whole = scenario.build(base, request, seed)
+    script = _faulted(whole, scenario.fault)
     if request.continuation:
-        script = _continued(script, request, seed)
+        script = _continued(script, whole, request.continuation)
     if request.thinking_disabled:  # Anthropic's `thinking: {"type": "disabled"}`
-        script = _replace(script, reasoning_tokens=())
+        script = replace(script, reasoning_tokens=NO_PIECES)
     if online and not script.sources:
-        searched = _search_script(base, request, seed)
-        script = _replace(script, sources=searched.sources, search_query=searched.search_query)
+        searched = _search(base, request, seed)
+        script = replace(script, sources=searched.sources, search_query=searched.search_query)
     limit = request.max_tokens
-    if scenario_name == "demo-length" and not request.continuation:  # always cut, even under Messages' max_tokens
-        limit = min(limit or _DEFAULT_LENGTH_LIMIT, _DEFAULT_LENGTH_LIMIT)
+    fault = scenario.fault
+    if fault is not None and fault.token_limit is not None and not request.continuation:
+        limit = min(limit or fault.token_limit, fault.token_limit)  # always cut, even under Messages' max_tokens
     script = _limit(script, limit)
-    if script.malformed_after is not None:  # still in the middle of what the limit left
-        script = _replace(script, malformed_after=len(script.text_tokens) // 2)
-    return _replace(script, pacing=_pacing(scenario, options), usage=_usage(script, request))
-
-
-# ---------------------------------------------------------------------------- scenario scripts
-
-
-_Candidate = TypeVar("_Candidate", bound=Union[answers.Answer, answers.SearchAnswer])
-
-
-def _answer(prompt: str) -> answers.Answer:
-    return _pick(prompt, answers.ANSWERS)
-
-
-def _pick(prompt: str, candidates: Sequence[_Candidate]) -> _Candidate:
-    """The candidate whose keywords the prompt mentions most; a stable hash breaks a blank."""
-    lowered = prompt.lower()
-    best: Optional[_Candidate] = None
-    best_score = 0
-    for candidate in candidates:
-        score = sum(1 for keyword in candidate.keywords if _mentions(lowered, keyword))
-        if score > best_score:
-            best, best_score = candidate, score
-    if best is None:
-        best = candidates[int(_digest(prompt.strip())[:8], 16) % len(candidates)]
-    return best
-
-
-def _mentions(text: str, keyword: str) -> bool:
-    # Keywords match at the start of a word ("recurs" finds "recursion"); two-letter ones whole.
-    pattern = r"(?<![\w-])" + re.escape(keyword) + (r"(?!\w)" if len(keyword) <= 2 else "")
-    return re.search(pattern, text) is not None
-
-
-def _plain(base: Script, request: DemoRequest, seed: str) -> Script:
-    return _replace(base, blocks=(TextBlock(tuple(tokenize(_answer(request.prompt).text))),))
-
-
-def _fast(base: Script, request: DemoRequest, seed: str) -> Script:
-    """The short version: the answer up to its first heading (a quick model says less)."""
-    text = _answer(request.prompt).text
-    short = re.split(r"\n#+ ", text, maxsplit=1)[0].rstrip() + "\n"
-    return _replace(base, blocks=(TextBlock(tuple(tokenize(short))),))
-
-
-def _deep(base: Script, request: DemoRequest, seed: str) -> Script:
-    """Reasoning, the whole answer, and a closing summary (a careful model says more)."""
-    answer = _answer(request.prompt)
-    first = re.split(r"(?<=[.!?])\s", answer.text.strip(), maxsplit=1)[0]
-    summary = f"\n\n**In short:** {re.sub(r'[*`]', '', first)}\n"
-    return _replace(
-        base,
-        reasoning_tokens=tuple(tokenize(answer.reasoning)),
-        blocks=(TextBlock(tuple(tokenize(answer.text.rstrip() + summary))),),
-    )
-
-
-def _markdown(base: Script, request: DemoRequest, seed: str) -> Script:
-    return _replace(base, blocks=(TextBlock(tuple(tokenize(answers.MARKDOWN_SHOWCASE))),))
-
-
-def _reasoning(base: Script, request: DemoRequest, seed: str) -> Script:
-    answer = _answer(request.prompt)
-    return _replace(
-        base,
-        reasoning_tokens=tuple(tokenize(answer.reasoning)),
-        blocks=(TextBlock(tuple(tokenize(answer.text))),),
-    )
-
-
-def _search_script(base: Script, request: DemoRequest, seed: str) -> Script:
-    found = _pick(request.prompt, answers.SEARCH_ANSWERS)
-    sources = tuple(WebSource(title, url) for title, url in found.sources)
-    blocks = _cited_blocks([(p.text, p.cites) for p in found.passages])
-    return _replace(base, blocks=blocks, sources=sources, search_query=found.query)
-
-
-def _cited_blocks(passages: list[tuple[str, tuple[int, ...]]]) -> tuple[TextBlock, ...]:
-    """One block per passage; each `[n]` marker in it becomes a citation of source n-1."""
-    blocks: list[TextBlock] = []
-    offset = 0
-    for text, cites in passages:
-        cited_text = re.sub(r"\s*\[\d+\]", "", text).strip()
-        citations = tuple(
-            Citation(int(m.group(1)) - 1, offset + m.start(), offset + m.end(), cited_text)
-            for m in re.finditer(r"\[(\d+)\]", text)
-            if int(m.group(1)) - 1 in cites
-        )
-        blocks.append(TextBlock(tuple(tokenize(text)), citations))
-        offset += len(text)
-    return tuple(blocks)
-
-
-def _tools(base: Script, request: DemoRequest, seed: str) -> Script:
-    if request.tool_results:
-        lines = "\n".join(f"- {result.strip()[:300]}" for result in request.tool_results)
-        text = f"Here is what the tools returned:\n\n{lines}\n\nWould you like a forecast for the next few days too?"
-        return _replace(base, blocks=(TextBlock(tuple(tokenize(text))),))
-    first, second = _two_cities(request.prompt)
-    name = request.tool_names[0] if request.tool_names else "get_weather"
-    key = request.tool_properties[0] if request.tool_properties else "city"
-    calls = []
-    for city in (first, second):
-        arguments: dict[str, str] = {key: city}
-        if not request.tool_names or "unit" in request.tool_properties:
-            arguments["unit"] = "celsius"
-        calls.append(ScriptedToolCall(name, tuple(tokenize(json.dumps(arguments, ensure_ascii=False)))))
-    return _replace(
-        base,
-        reasoning_tokens=tuple(tokenize(answers.TOOL_REASONING.format(first=first, second=second))),
-        blocks=(TextBlock(tuple(tokenize(answers.TOOL_INTRO.format(first=first, second=second)))),),
-        tool_calls=tuple(calls),
-        ending="tool_calls",
-    )
-
-
-def _two_cities(prompt: str) -> tuple[str, str]:
-    lowered = prompt.lower()
-    found = sorted((lowered.find(city.lower()), city) for city in answers.CITIES if _mentions(lowered, city.lower()))
-    names = [city for _, city in found]
-    for fallback in ("Paris", "Tokyo"):
-        if len(names) < 2 and fallback not in names:
-            names.append(fallback)
-    return names[0], names[1]
-
-
-def _long(base: Script, request: DemoRequest, seed: str) -> Script:
-    count = request.options.tokens if request.options.tokens is not None else _DEFAULT_LONG_TOKENS
-    return _replace(base, blocks=(TextBlock(tuple(long_answer_tokens(request.prompt, count, seed))),))
-
-
-def _partial(request: DemoRequest, keep: float, limit: int) -> tuple[str, ...]:
-    tokens = tokenize(_answer(request.prompt).text)
-    return tuple(tokens[: max(1, min(limit, int(len(tokens) * keep)))])
-
-
-def _error(base: Script, request: DemoRequest, seed: str) -> Script:
-    tokens = _partial(request, 0.33, 40)
-    message = f"The model stopped unexpectedly after {len(tokens)} tokens (scripted by the demo-error model)."
-    return _replace(base, blocks=(TextBlock(tokens),), ending="error", error=ScriptError("server_error", message))
-
-
-def _error_early(base: Script, request: DemoRequest, seed: str) -> Script:
-    message = "Insufficient balance: add credit to continue (scripted by the demo-error-early model)."
-    return _replace(base, ending="error", error=ScriptError("insufficient_balance", message))
-
-
-def _cutoff(base: Script, request: DemoRequest, seed: str) -> Script:
-    return _replace(base, blocks=(TextBlock(_partial(request, 0.5, 60)),), ending="cutoff")
-
-
-def _stall(base: Script, request: DemoRequest, seed: str) -> Script:
-    return _replace(base, blocks=(TextBlock(_partial(request, 0.25, 30)),), ending="stall")
-
-
-def _malformed(base: Script, request: DemoRequest, seed: str) -> Script:
-    return _replace(_plain(base, request, seed), malformed_after=0)  # placed once the length is final
-
-
-def _xss(base: Script, request: DemoRequest, seed: str) -> Script:
-    text = answers.XSS_TEXT
-    cut = text.index("If you can read")
-    return _replace(
-        base,
-        reasoning_tokens=tuple(tokenize(answers.XSS_REASONING)),
-        blocks=_cited_blocks([(text[:cut], ()), (text[cut:], (0, 1, 2))]),
-        sources=tuple(WebSource(title, url) for title, url in answers.XSS_SOURCES),
-        search_query='"><img src=x onerror="window.__xss=1">',
-        tool_calls=(ScriptedToolCall(answers.XSS_TOOL_NAME, tuple(tokenize(answers.XSS_TOOL_ARGUMENTS))),),
-        ending="tool_calls",
-    )
-
-
-#: Scenarios whose answer is the plain one, cut short by a scripted fault.
-_FAULTS = frozenset({"demo-error", "demo-error-early", "demo-cutoff", "demo-stall", "demo-malformed", "demo-length"})
-
-
-def _continued(script: Script, request: DemoRequest, seed: str) -> Script:
-    """A Continue: stream the rest of the answer that the partial text is the start of.
-
-    The fault already happened, so the rest arrives whole; a partial that is not the start of
-    this prompt's answer gets the ordinary answer, as a real model would improvise one.
-    """
-    whole = script
-    if script.scenario in _FAULTS:
-        whole = _plain(_replace(script, ending="stop", error=None), request, seed)
-    done = request.continuation
-    if not whole.text.startswith(done) or len(whole.text) == len(done):
-        return script
-    rest = tuple(tokenize(whole.text[len(done) :]))
-    return _replace(
-        whole, reasoning_tokens=(), blocks=(TextBlock(rest),), ending="stop", error=None, malformed_after=None
-    )
-
-
-_SCRIPTERS = {
-    "demo": _plain,
-    "demo-markdown": _markdown,
-    "demo-reasoning": _reasoning,
-    "demo-search": _search_script,
-    "demo-tools": _tools,
-    "demo-long": _long,
-    "demo-slow": _plain,
-    "demo-error": _error,
-    "demo-error-early": _error_early,
-    "demo-cutoff": _cutoff,
-    "demo-stall": _stall,
-    "demo-malformed": _malformed,
-    "demo-xss": _xss,
-    "demo-length": _plain,
-    "demo-fast": _fast,
-    "demo-deep": _deep,
-    "demo-ratelimit": _plain,
-    "demo-overloaded": _plain,
-}
+    if script.malformed_after is not None:  # in the middle of what the limit left
+        script = replace(script, malformed_after=len(script.text_tokens) // 2)
+    return replace(script, pacing=_pacing(scenario, options), usage=_usage(script, request))
 
 
 # ---------------------------------------------------------------------------- shared steps
 
 
+def _faulted(script: Script, fault: Optional[Fault]) -> Script:
+    """`script` broken as `fault` says (see `Fault`)."""
+    if fault is None:
+        return script
+    if fault.malformed:
+        return replace(script, malformed_after=0)  # placed once the length is final
+    if fault.ending is None:
+        return script
+    tokens = script.text_tokens
+    if fault.keep <= 0:
+        blocks: tuple[TextBlock, ...] = ()
+        sent = 0
+    else:
+        sent = max(1, min(fault.at_most or len(tokens), int(len(tokens) * fault.keep)))
+        blocks = (TextBlock(tokens.take(sent)),)
+    error = fault.error and replace(fault.error, message=fault.error.message.format(tokens=sent))
+    return replace(
+        script,
+        label=script.label if blocks else script.scenario,
+        reasoning_tokens=NO_PIECES,
+        blocks=blocks,
+        tool_calls=(),
+        ending=fault.ending,
+        error=error,
+    )
+
+
+def _continued(script: Script, whole: Script, done: str) -> Script:
+    """A Continue: stream the rest of the answer that the partial text `done` is the start of.
+
+    The fault already happened, so the rest arrives whole; a partial that is not the start of
+    this prompt's answer gets the ordinary answer, as a real model would improvise one.
+    """
+    text = whole.text
+    if not text.startswith(done) or len(text) == len(done):
+        return script
+    return replace(
+        whole,
+        reasoning_tokens=NO_PIECES,
+        blocks=(TextBlock.of(text[len(done) :]),),
+        ending="stop",
+        error=None,
+        malformed_after=None,
+    )
+
+
 def _limit(script: Script, limit: Optional[int]) -> Script:
     """Cut the script at `limit` completion tokens (reasoning, then text, then tool arguments)."""
-    if limit is None or script.ending not in ("stop", "tool_calls"):
-        return script
-    total = (
-        len(script.reasoning_tokens) + len(script.text_tokens) + sum(len(c.argument_tokens) for c in script.tool_calls)
-    )
-    if total <= limit:
+    if limit is None or script.ending not in ("stop", "tool_calls") or script.completion_tokens <= limit:
         return script
     budget = limit
-    reasoning = script.reasoning_tokens[:budget]
+    reasoning = script.reasoning_tokens.take(budget)
     budget -= len(reasoning)
+    cited = any(block.citations for block in script.blocks)
     blocks: list[TextBlock] = []
     kept_chars = 0
     for block in script.blocks:
         if budget <= 0:
             break
-        tokens = block.tokens[:budget]
+        tokens = block.tokens.take(budget)
         budget -= len(tokens)
-        kept_chars += len("".join(tokens))
+        kept_chars += len(tokens.text) if cited else 0
         blocks.append(TextBlock(tokens, tuple(c for c in block.citations if c.end <= kept_chars)))
     calls: list[ScriptedToolCall] = []
     for call in script.tool_calls:
         if budget <= 0:
             break
-        tokens = call.argument_tokens[:budget]
+        tokens = call.argument_tokens.take(budget)
         budget -= len(tokens)
         calls.append(ScriptedToolCall(call.name, tokens))
-    return _replace(script, reasoning_tokens=reasoning, blocks=tuple(blocks), tool_calls=tuple(calls), ending="length")
+    return replace(script, reasoning_tokens=reasoning, blocks=tuple(blocks), tool_calls=tuple(calls), ending="length")
 
 
 def _usage(script: Script, request: DemoRequest) -> ScriptUsage:
-    completion = (
-        len(script.reasoning_tokens) + len(script.text_tokens) + sum(len(c.argument_tokens) for c in script.tool_calls)
-    )
     # Providers cache a long shared prefix in 128-token steps once it passes 1,024 tokens.
     cached = request.history_tokens // 128 * 128 if request.history_tokens >= 1024 else 0
     return ScriptUsage(
         prompt_tokens=request.prompt_tokens,
-        completion_tokens=completion,
+        completion_tokens=script.completion_tokens,
         cached_tokens=min(cached, request.prompt_tokens),
         reasoning_tokens=len(script.reasoning_tokens),
     )
@@ -580,13 +626,9 @@ def _pacing(scenario: Scenario, options: DemoOptions) -> Pacing:
         first_token_delay=scenario.first_token_delay
         if options.first_token_delay is None
         else options.first_token_delay,
-        keepalive_interval=_DEFAULT_KEEPALIVE if options.keepalive_interval is None else options.keepalive_interval,
+        keepalive_interval=DEFAULT_KEEPALIVE if options.keepalive_interval is None else options.keepalive_interval,
     )
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _replace(script: Script, **changes: Any) -> Script:
-    return replace(script, **changes)

@@ -7,17 +7,13 @@ no frontend build.
 
 from __future__ import annotations
 
-from .chat import ChatPanel
-from .defaults import set_defaults
-from .handle import StreamHandle, cancel_all
-from .launch import show, show_replay, show_sdk
-from .scheduler import FrameScheduler, scheduler_for
-from .view import StreamView
+from ._chat import ChatPanel
+from ._defaults import set_defaults
+from ._handle import StreamHandle, cancel_all
+from ._scheduler import FrameScheduler, scheduler_for
+from ._view import StreamView
 
 __all__ = [
-    "show",
-    "show_replay",
-    "show_sdk",
     "StreamHandle",
     "StreamView",
     "ChatPanel",

@@ -140,7 +140,7 @@ def cancel_cells(base_url: str) -> list[str]:
     stream ended)."""
     return [
         dedent(f"""\
-            from streamwidgets.widgets import show
+            from streamwidgets import show
 
             handle = show("Write a long tutorial on asyncio.", model="demo-long", base_url={base_url!r},
                           demo={{"tokens_per_second": 40}})"""),
@@ -151,7 +151,7 @@ def xss_cells(base_url: str) -> list[str]:
     """The hostile scenario through all three dialects, as fast as the server can send it."""
     return [
         dedent(f"""\
-            from streamwidgets.widgets import show
+            from streamwidgets import show
 
             handles = [
                 show("Render these strings.", model="demo-xss", api=api, base_url={base_url!r},
@@ -293,7 +293,7 @@ def screenshot_cells() -> list[str]:
     from the embedded provider's Venym imitation (its `:online` models send sources)."""
     return [
         dedent("""\
-            from streamwidgets.widgets import show
+            from streamwidgets import show
 
             handle = show("How do server-sent events work?", provider="venym", model="venym/demo-reasoning:online",
                           offline=True, demo={"tokens_per_second": 60})"""),

@@ -70,7 +70,7 @@ def _stream_cells(base_url: str, model: str, tps: int, **extra: Any) -> list[str
     options = "".join(f", {k}={v!r}" for k, v in extra.items())
     return [
         dedent(f"""\
-            from streamwidgets.widgets import show
+            from streamwidgets import show
 
             handle = show("Explain photosynthesis.", model={model!r}, base_url={base_url!r},
                           demo={{"tokens_per_second": {tps}}}{options})"""),
@@ -279,7 +279,7 @@ def test_code_scrolls_sideways_and_scale_enlarges_text_and_code(opener: Opener, 
     sizes = {}
     for scale in (1.0, 1.5):
         cells = [
-            f"import streamwidgets as sw\n\nhandle = sw.show_replay({sse!r}, speed=0, model='demo', scale={scale!r})",
+            f"import streamwidgets as sw\n\nhandle = sw.show(sw.replay({sse!r}, speed=0, model='demo'), scale={scale!r})",
             "state = await handle\nprint('replayed:', state.status)",
         ]
         nb = opener(jupyter.write_notebook(f"scratch_a11y_scale_{int(scale * 100)}.ipynb", cells), "lab")
@@ -340,9 +340,9 @@ CONTRAST_PROBE = """() => {
 
 def test_text_reaches_aa_contrast_in_the_browser_in_both_themes(opener: Opener, jupyter: Any) -> None:
     """The computed colours of every text in a finished view, light and dark (the CSS arithmetic
-    of tests/test_theme.py, checked against what Chromium really draws)."""
+    of tests/widgets/test_theme.py, checked against what Chromium really draws)."""
     sse = _write_code_stream(jupyter)
-    cells = [f"import streamwidgets as sw\n\nhandle = sw.show_replay({sse!r}, speed=0, model='demo', scale=1.5)"]
+    cells = [f"import streamwidgets as sw\n\nhandle = sw.show(sw.replay({sse!r}, speed=0, model='demo'), scale=1.5)"]
     nb = opener(jupyter.write_notebook("scratch_a11y_contrast.ipynb", cells), "lab")
     nb.page.set_viewport_size({"width": 1000, "height": 900})
     nb.js("() => window.jupyterapp.shell.collapseLeft()")

@@ -39,13 +39,7 @@ NO_LNA = "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,PrivateNe
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[DemoServer]:
-    with DemoServer() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def chromium(server: DemoServer) -> Iterator[Any]:
+def chromium(demo_server: DemoServer) -> Iterator[Any]:
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail("Debian's Chromium is missing: `apt-get install -y chromium`; deselect with -m 'not browser'")
@@ -83,16 +77,16 @@ FETCH = """async ([url, options]) => {
 }"""
 
 
-def test_another_local_origin_can_neither_post_nor_read(chromium: Any, server: DemoServer) -> None:
+def test_another_local_origin_can_neither_post_nor_read(chromium: Any, demo_server: DemoServer) -> None:
     tab, statuses = open_page(chromium, "http://127.0.0.1:8888/lab")  # e.g. Jupyter's own page
     try:
-        before = len(server.connections)
+        before = len(demo_server.connections)
         # A "simple" request: no preflight, the page cannot read the answer, but the server would
         # act on it; it is refused for its Origin (and would be for its text/plain body).
         simple = tab.evaluate(
             FETCH,
             [
-                f"{server.base_url}/chat/completions",
+                f"{demo_server.base_url}/chat/completions",
                 {"method": "POST", "mode": "no-cors", "headers": {"Content-Type": "text/plain"}, "body": STREAM_BODY},
             ],
         )
@@ -101,25 +95,25 @@ def test_another_local_origin_can_neither_post_nor_read(chromium: Any, server: D
         preflighted = tab.evaluate(
             FETCH,
             [
-                f"{server.base_url}/responses",
+                f"{demo_server.base_url}/responses",
                 {"method": "POST", "headers": {"Content-Type": "application/json"}, "body": STREAM_BODY},
             ],
         )
-        read = tab.evaluate(FETCH, [f"{server.url}/_demo/connections", {}])
+        read = tab.evaluate(FETCH, [f"{demo_server.url}/_demo/connections", {}])
         tab.wait_for_timeout(300)
         assert "error" in preflighted and "error" in read, (preflighted, read)
         assert statuses["POST v1/chat/completions"] == 403, statuses
         assert "POST v1/responses" not in statuses, statuses  # the preflight got no CORS grant
-        assert len(server.connections) == before, "a web page started a stream"
+        assert len(demo_server.connections) == before, "a web page started a stream"
     finally:
         tab.close()
 
 
-def test_a_dns_rebinding_page_reads_nothing(chromium: Any, server: DemoServer) -> None:
+def test_a_dns_rebinding_page_reads_nothing(chromium: Any, demo_server: DemoServer) -> None:
     # The attacker's page, at its own name and the server's port; its name now points at 127.0.0.1.
-    tab, statuses = open_page(chromium, f"http://rebound.test:{server.port}/")
+    tab, statuses = open_page(chromium, f"http://rebound.test:{demo_server.port}/")
     try:
-        before = len(server.connections)
+        before = len(demo_server.connections)
         read = tab.evaluate(FETCH, ["/_demo/connections", {}])
         assert read.get("status") == 403, read  # same-origin for the browser, so the page may read this
         assert "answers only requests addressed to it" in json.loads(read["text"])["error"]["message"]
@@ -133,6 +127,6 @@ def test_a_dns_rebinding_page_reads_nothing(chromium: Any, server: DemoServer) -
         )
         assert posted["status"] == 403, posted
         assert statuses["GET _demo/connections"] == 403 and statuses["POST v1/chat/completions"] == 403
-        assert len(server.connections) == before
+        assert len(demo_server.connections) == before
     finally:
         tab.close()

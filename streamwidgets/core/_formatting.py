@@ -1,0 +1,140 @@
+"""Numbers and durations in the few words a person reads at a glance.
+
+Plain text out (the panes escape it): no widget, no HTML, so that the wording is easy to test.
+A number that cannot be shown (a 4,000-digit cost, inf, NaN — the JSON edge makes them None, but
+a state can be built by hand) is said as `?`, never raised: a summary line must not fail.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+from urllib.parse import urlsplit
+
+__all__ = [
+    "STATUS_WORDS",
+    "origin",
+    "script_note",
+    "local_note",
+    "count",
+    "seconds",
+    "rate",
+    "cost",
+    "domain",
+    "shorten",
+    "one_line",
+]
+
+#: How to get real answers with no key and no network.
+LOCAL_EXTRA = 'pip install "streamwidgets[local]"'
+
+
+#: What the header, the terminal and the static answer call each phase.
+STATUS_WORDS = {
+    "waiting": "waiting for the first token",
+    "thinking": "thinking",
+    "answering": "answering",
+    "complete": "done",
+    "cancelled": "cancelled",
+    "error": "error",
+    "incomplete": "incomplete",
+}
+
+
+def origin(kind: Optional[str], provider: Optional[str]) -> Optional[str]:
+    """Where an answer came from, in words, when it was not a live provider (`StreamState.origin`):
+    "offline demo standing in for openai", "replay of a recording", "openai SDK stream"."""
+    if kind == "offline demo":
+        return f"offline demo standing in for {provider}" if provider and provider != "demo" else "offline demo"
+    if kind == "replay":
+        return "replay of a recording"
+    if kind == "sdk":
+        return f"{provider} SDK stream" if provider else "SDK stream"
+    return None
+
+
+def script_note(script: Optional[str]) -> Optional[str]:
+    """What to say about a scripted answer (`StreamState.script`), so that a class never takes the
+    scripted demo for a model that read the question."""
+    if not script:
+        return None
+    if script == "none":
+        return (
+            f"The scripted demo has no lesson on this question, and says so. For real answers offline: {LOCAL_EXTRA}."
+        )
+    if script.startswith("demo-"):
+        return f"A scripted scenario ({script}); your question was not read."
+    return f"A scripted answer about {script}; your question was not read. For real answers offline: {LOCAL_EXTRA}."
+
+
+def local_note(stand_in_for: Optional[str] = None, key_env: Optional[str] = None) -> str:
+    """What to say when the local model answers (the `[local]` extra), so that a class never takes
+    a 135M-parameter model's answer for a large model's; `stand_in_for` names the preset it
+    answers for, when no key was found for it."""
+    why = ""
+    if stand_in_for:
+        why = f" (no {key_env} is set for {stand_in_for})" if key_env else f" (standing in for {stand_in_for})"
+    return f"SmolLM2-135M running on this machine{why}: a small model, its answers are short and often wrong."
+
+
+def count(n: int) -> str:
+    """1234 → "1,234"."""
+    try:
+        return f"{n:,}"
+    except (ValueError, OverflowError, TypeError):  # past Python's 4,300-digit limit
+        return "?"
+
+
+def seconds(value: float, *, live: bool = False) -> str:
+    """A duration: whole seconds while it still runs (so that it changes once a second), else 0.1 s.
+
+    Under one second the value is shown in milliseconds: time to first token lives there.
+    """
+    if value < 1.0 and not live:
+        return f"{value * 1000:.0f} ms"
+    if live:
+        return f"{int(value)} s"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, rest = divmod(int(value), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def rate(tokens_per_second: float) -> str:
+    return f"{tokens_per_second:.0f} tok/s" if tokens_per_second >= 10 else f"{tokens_per_second:.1f} tok/s"
+
+
+def cost(value: float) -> str:
+    """A cost in dollars (credits for OpenRouter, which are dollars too), with the digits that matter."""
+    try:
+        finite = math.isfinite(value)
+    except (OverflowError, TypeError):  # an integer no float can hold
+        finite = False
+    if not finite:
+        return "$?"
+    if value == 0:
+        return "$0"
+    if value >= 0.01:
+        return f"${value:,.4f}".rstrip("0").rstrip(".")
+    return f"${value:.8f}".rstrip("0")
+
+
+def domain(url: str) -> Optional[str]:
+    """The host of a URL without `www.`, or None when it has none."""
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return host[4:] if host.startswith("www.") else host
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """`text` with every run of white space (newlines too) as one space, at most `limit` characters."""
+    return shorten(" ".join(str(text).split()), limit)

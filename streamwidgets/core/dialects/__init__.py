@@ -1,0 +1,31 @@
+"""Wire dialects: each owns its API in both directions, as an h11 connection owns its reader and
+its writer. `Normalizer` (bytes in, normalized events out) detects the dialect from the first
+event that tells; `dialect_class(api)` gives the request side of one API."""
+
+from __future__ import annotations
+
+from ._chat import ChatDialect
+from ._messages import MessagesDialect
+from ._normalizer import (
+    DIALECTS,
+    WHOLE_BODY_LIMIT,
+    Dialect,
+    Normalizer,
+    WholeBody,
+    detect_dialect,
+    dialect_class,
+)
+from ._responses import ResponsesDialect
+
+__all__ = [
+    "Dialect",
+    "ChatDialect",
+    "ResponsesDialect",
+    "MessagesDialect",
+    "Normalizer",
+    "WholeBody",
+    "detect_dialect",
+    "dialect_class",
+    "DIALECTS",
+    "WHOLE_BODY_LIMIT",
+]

@@ -1,0 +1,303 @@
+"""The one feed loop: every source into every sink.
+
+`Stream` is one answer from one source, part by part; every sink runs one — the view's handle,
+`arun()` / `run()`, `astream()`, the terminal — so deadline, retries, limits, recording, the end
+rules and Continue are the same whatever the source and whatever the sink. `pump()` runs one part:
+it opens the source's items, pushes each into the `Feed`, yields the events the feed folded (the
+tap `astream()` hands on), and settles how the part ended — the terminator (the answer is complete
+at once: reading stops and the source is let go, even if the server keeps the body open), the end
+of the items, a broken stream (`StreamBroke`), a surprise (an exception), the deadline, or a
+cancel, which closes the state as cancelled and propagates.
+
+The loop never holds the event loop for long, whatever a body holds: a few kB of gzip can inflate
+to a gigabyte, and the inflater hands its pieces on without waiting for the network, so nothing
+else would run — not the view, not the Cancel button's click, not the deadline — until the last
+piece was parsed. So the feed goes in slices (`core._feed.slices`), and hands control back to
+the loop (a checkpoint) whenever `HAND_BACK` seconds passed since it last did: the deadline is
+checked after every slice, and a cancel lands at the next checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Optional, Union
+
+import anyio
+import anyio.lowlevel
+
+from ..core._events import Event, Problem
+from ..core._feed import Feed, Item, StreamBroke, slices
+from ..core._state import StreamState
+from ._recording import Recorder
+from ._sources import TOOL_STEP_BREAK, Live, Source
+from ._tool_runner import ToolLoop, run_calls
+
+__all__ = ["Stream", "pump", "on_every_part"]
+
+logger = logging.getLogger("streamwidgets")
+
+PathLike = Union[str, "os.PathLike[str]"]
+Notify = Callable[[], None]
+
+#: The longest the feed keeps the event loop before handing it back, in seconds.
+HAND_BACK = 0.02
+
+#: Called with every stream of the process when one of its parts ends (the class log, `log_to`).
+_EVERY_PART: list[Callable[[Stream], None]] = []
+
+
+def on_every_part(callback: Callable[[Stream], None]) -> None:
+    """Call `callback(stream)` whenever any stream's part ends, after its own callbacks."""
+    if callback not in _EVERY_PART:
+        _EVERY_PART.append(callback)
+
+
+class Stream:
+    """One answer from one source, part by part. `state` is the current part's state.
+
+    `parts` bounds the parts asked for without a click: a part that ends cut off (the token
+    limit, a cut connection, a stall, a cancel) is continued at once while parts are left. A
+    recording of a continued answer plays all its parts. `allow(1)` lets one more part be asked
+    for (the view's Continue button), and the next `run()` goes on from there.
+
+    When the request offers tools (`tools=`) and a part ends asking for them, the stream runs the
+    calls (`tools`, a `ToolLoop`: the timeout, `confirm`) and the next part is the request with
+    the calls and their results — until the model answers or `max_steps` requests were made, when
+    the stream stops and says so. Each step is a part: the view shows them in one timeline, the
+    usage adds up over them, and the class log and `record=` take every one.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        notify: Optional[Notify] = None,
+        record: Optional[PathLike] = None,
+        parts: int = 1,
+        badge_shown: bool = False,
+        tools: Optional[ToolLoop] = None,
+    ) -> None:
+        if parts < 1:
+            raise ValueError("parts is how many parts an answer may have in all: 1 or more")
+        self.source = source
+        self.state = StreamState()
+        self.notify = notify
+        self.record = record
+        self._more = parts - 1
+        self._badge_shown = badge_shown
+        self._started = False
+        self.tool_loop = tools if tools is not None else ToolLoop()
+        #: Requests made to the model so far (a tool step is one more).
+        self.steps = 0
+        #: Called with each new part's state before it streams (a view attaches it).
+        self.on_part: list[Callable[[StreamState], None]] = []
+        #: Called with the stream when each of its parts ends.
+        self.on_end: list[Callable[[Stream], None]] = []
+
+    @property
+    def next_source(self) -> Optional[Source]:
+        """The source of the next part, when the answer ended short and can go on."""
+        return self.source.then(self.state) if self._started and self.state.done else None
+
+    def allow(self, parts: int = 1) -> None:
+        """Let `parts` more parts be asked for (Continue)."""
+        self._more += parts
+
+    async def run(self) -> StreamState:
+        """Stream every part this stream may run now; return the last part's state."""
+        async for _ in self.events():
+            pass
+        return self.state
+
+    async def events(self) -> AsyncIterator[Event]:
+        """The normalized events of every part this stream may run now, as they arrive."""
+        while True:
+            if self._started:
+                if self._asks_for_tools():
+                    if self.steps >= self.tool_loop.max_steps:
+                        n = self.tool_loop.max_steps
+                        self.state.note(
+                            f"Stopped after {n} requests (max_steps={n}): the model still asked for tools, "
+                            "which were not run."
+                        )
+                        return
+                    await self._tool_step()
+                else:
+                    following = self.source.then(self.state)
+                    if following is None or not (following.follows or self._more > 0):
+                        return
+                    if not following.follows:
+                        self._more -= 1
+                    self._next_part(following, following.carried(self.state))
+            self._started = True
+            self.steps += 1
+            part = len(self.state.parts)
+            try:
+                async for batch in pump(
+                    self.source,
+                    self.state,
+                    notify=self.notify,
+                    record=self.record,
+                    part=part,
+                    badge_shown=self._badge_shown,
+                ):
+                    for event in batch:
+                        yield event
+            finally:
+                if self.state.done:
+                    self._ended()
+
+    def _next_part(self, source: Source, carried: Optional[str]) -> None:
+        self.state = self.state.next_part(carried)
+        self.source = source
+        for attach in self.on_part:
+            attach(self.state)
+
+    def _asks_for_tools(self) -> bool:
+        source = self.source
+        return isinstance(source, Live) and bool(source.request.tools) and self.state.finish == "tool_calls"
+
+    async def _tool_step(self) -> None:
+        """Run the calls of the part that just ended, then make the next part the request that
+        carries their results. The next part's state exists while the tools run, so that a
+        cancel then ends it as cancelled (the calls say they were stopped)."""
+        source = self.source
+        assert isinstance(source, Live)
+        asked = self.state
+        text = asked.text
+        self._next_part(source, text + TOOL_STEP_BREAK if text and not text.endswith("\n") else text)
+        waiting = self.state
+
+        def changed() -> None:
+            waiting.version += 1  # the view redraws the cards of the calls above
+            if self.notify is not None:
+                self.notify()
+
+        try:
+            results = await run_calls(
+                asked.tool_calls, source.request.tools, self.tool_loop, changed=changed, redact=source.redact
+            )
+        except anyio.get_cancelled_exc_class():
+            waiting.close(cancelled=True, now=time.monotonic())
+            self._ended()
+            raise
+        self.source = Live(source.request.with_tool_results(asked.part_text, results))
+
+    def _ended(self) -> None:
+        for callback in [*self.on_end, *_EVERY_PART]:
+            try:
+                callback(self)
+            except Exception:  # a log that cannot be written must not end the answer
+                logger.exception("a streamwidgets callback failed at the end of a part")
+
+
+async def pump(
+    source: Source,
+    state: StreamState,
+    *,
+    notify: Optional[Notify] = None,
+    record: Optional[PathLike] = None,
+    part: int = 1,
+    badge_shown: bool = False,
+) -> AsyncIterator[Sequence[Event]]:
+    """Stream one part of an answer from `source` into `state`, yielding each batch of events.
+
+    `record` writes the part into a recording (part 1 starts the file, later parts are appended);
+    `badge_shown` says a view shows where the answer comes from, so an offline stand-in needs no
+    warning in the state. Provider and network failures never raise: they are in the state.
+    """
+    source = source.resolved()  # the embedded provider starts here, when a stream starts
+    source.stamp(state)
+    redactor = source.redactor()
+    feed = Feed(
+        state, source.normalizer(), notify=notify, limits=source.limits, redact=redactor.text if redactor else None
+    )
+    feed.begin()
+    if source.stand_in and not badge_shown:
+        yield feed.push([Problem(source.stand_in)])
+    recorder = (
+        Recorder(record, source.recording_meta(), part=part, carried=state.text_length, redactor=redactor)
+        if record is not None
+        else None
+    )
+    items = source.items(feed, recorder)
+    limits = source.limits
+    end = None if limits.deadline is None else anyio.current_time() + limits.deadline
+    if end is not None:
+        items = _within(items, end, limits.deadline_passed())
+    closing: Sequence[Event] = ()
+    handed_back = time.perf_counter()
+    try:
+        async for item in items:
+            if recorder is not None and isinstance(item, bytes):
+                recorder.chunk(item)
+            for piece in slices(item):
+                events = feed.push(piece)
+                if events:
+                    yield events
+                if state.terminated or state.done:
+                    break  # complete (or ended at a limit): nothing after it is part of the answer
+                if end is not None and anyio.current_time() >= end:
+                    raise StreamBroke(limits.deadline_passed())  # a body that never waits: see above
+                if time.perf_counter() - handed_back >= HAND_BACK:
+                    await anyio.lowlevel.checkpoint()  # the view, a Cancel click, the deadline
+                    handed_back = time.perf_counter()
+            if state.terminated or state.done:
+                break
+        # The state is closed now, so the view says so, before the source is let go.
+        closing = feed.end(source.ended)
+    except anyio.get_cancelled_exc_class():
+        feed.cancel()
+        raise
+    except GeneratorExit:  # the sink stopped reading (`astream` left early): as a cancel
+        feed.cancel()
+        raise
+    except StreamBroke as why:
+        closing = feed.end(str(why))
+    except Exception as exc:  # a bug or a surprise must still end up in the state, with the answer kept
+        closing = feed.fail(source.describe(exc), source.ended)
+    finally:
+        await _let_go(items, feed, source)
+        if recorder is not None:
+            recorder.close(state)
+    if closing:
+        yield closing
+
+
+async def _let_go(items: AsyncIterator[Item], feed: Feed, source: Source) -> None:
+    """Close the source's items, and with them the response and its connection, now — not when
+    the server ends the body, nor when the generator is collected. After the terminator a
+    failure here is only worth a warning."""
+    aclose = getattr(items, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:
+        feed.state.note(f"after the stream ended: {source.describe(exc).message}")
+
+
+async def _within(source: AsyncIterator[Item], end: float, why: str) -> AsyncIterator[Item]:
+    """`source`, until `end` (on the loop's clock): then the read under way is cancelled (which
+    closes the source, and with it the connection) and the stream breaks with `why`. A read that
+    does not wait (an inflater handing on a bomb's pieces) never meets the cancel scope: `pump`
+    reads the clock after every slice for that."""
+    try:
+        while True:
+            with anyio.move_on_after(max(0.0, end - anyio.current_time())) as scope:
+                try:
+                    item = await source.__anext__()
+                except StopAsyncIteration:
+                    return
+            if scope.cancelled_caught:
+                raise StreamBroke(why)
+            yield item
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()

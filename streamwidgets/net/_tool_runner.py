@@ -1,0 +1,166 @@
+"""Running the tools a model asked for: each call checked, run, timed and turned into a result.
+
+The feed loop (`_pipeline.Stream`) calls `run_calls` when a part ends asking for tools. Nothing
+the model sends can crash it: a tool name it made up, arguments that are not JSON or do not fit
+the schema (the field is named), a tool that raises (its words, redacted of the key), one that
+outlasts `tool_timeout`, returns what JSON cannot hold (sent as `str()`) or far too much (cut to
+`MAX_RESULT_CHARS`, with a note) — each becomes an error result the model reads and can recover
+from, and the view shows. Parallel calls run concurrently; async tools are awaited on the loop,
+plain functions run in a worker thread so that the kernel stays responsive.
+
+A cancel (the view's button, `cancel_all()`) stops an async tool at its next `await` and stops
+waiting for a thread. A thread itself cannot be stopped in Python: a plain function that was
+cancelled or timed out runs on to its end in the background, and its result is dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import anyio
+
+from ..core._redact import scrub
+from ..core._state import ToolCall
+from ..core._tools import DECLINED, Tool, ToolInputError, ToolResult, encode_result
+from ..core.dialects._request import CallResult
+
+__all__ = ["ToolLoop", "run_calls", "DEFAULT_MAX_STEPS", "DEFAULT_TOOL_TIMEOUT", "tool_loop", "TOOL_OPTIONS"]
+
+#: Requests to the model in one answer, tool steps included; then the loop stops and says so.
+DEFAULT_MAX_STEPS = 8
+#: Seconds one call may run before it counts as failed (its result says it timed out).
+DEFAULT_TOOL_TIMEOUT = 30.0
+#: The sink keywords that shape the loop (the tools themselves go with the request).
+TOOL_OPTIONS = ("max_steps", "tool_timeout", "confirm")
+
+#: Asks the person whether to run a call: True to run it, False to skip it.
+Confirm = Callable[[ToolCall], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class ToolLoop:
+    """How a stream runs the tools its request offers: at most `max_steps` requests to the model,
+    `timeout` seconds per call, and `confirm` (a view's Run / Skip) before each call, if set."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    timeout: float = DEFAULT_TOOL_TIMEOUT
+    confirm: Optional[Confirm] = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_steps, int) or self.max_steps < 1:
+            raise ValueError("max_steps is how many requests an answer may make in all, tool steps included: 1 or more")
+        if not self.timeout > 0:
+            raise ValueError("tool_timeout is seconds per tool call: more than 0")
+
+
+def tool_loop(options: dict[str, Any], *, confirm: Optional[Confirm] = None) -> ToolLoop:
+    """Take the loop's keywords out of a sink's `options` (the rest go to the request).
+
+    `confirm=True` needs someone to click: a sink without a view passes no `confirm` callback,
+    and asking for it there is an error rather than a silent yes or no.
+    """
+    asked = options.pop("confirm", False)
+    if asked and confirm is None:
+        raise ValueError(
+            "confirm=True shows Run / Skip buttons, so it needs a view: use show() in a notebook "
+            "(headless, the tools run without asking; leave confirm off)"
+        )
+    return ToolLoop(
+        max_steps=options.pop("max_steps", DEFAULT_MAX_STEPS),
+        timeout=options.pop("tool_timeout", DEFAULT_TOOL_TIMEOUT),
+        confirm=confirm if asked else None,
+    )
+
+
+async def run_calls(
+    calls: Sequence[ToolCall],
+    tools: Sequence[Tool],
+    loop: ToolLoop,
+    *,
+    changed: Callable[[], None],
+    redact: Callable[[str], str],
+) -> list[CallResult]:
+    """Run `calls` concurrently; each call's `result` says how it stands as it goes (`changed()`
+    is called after each change); return what each dialect sends back, in the calls' order."""
+    index = {tool.name: tool for tool in tools}
+    for call in calls:
+        call.result = ToolResult("waiting" if loop.confirm else "running")
+    changed()
+    async with anyio.create_task_group() as group:
+        for call in calls:
+            group.start_soon(_run_one, call, index, loop, changed, redact)
+    out = []
+    for i, call in enumerate(calls):
+        result = call.result
+        assert result is not None
+        content = f"Error: {result.error}" if result.is_error else result.content
+        out.append(CallResult(call.id or f"call_{i + 1}", call.name or "", call.arguments, content, result.is_error))
+    return out
+
+
+async def _run_one(
+    call: ToolCall,
+    index: Mapping[str, Tool],
+    loop: ToolLoop,
+    changed: Callable[[], None],
+    redact: Callable[[str], str],
+) -> None:
+    result = call.result
+    assert result is not None
+
+    def fail(words: str) -> None:
+        result.status, result.error = "error", words
+        changed()
+
+    tool = index.get(call.name or "")
+    if tool is None:
+        offered = ", ".join(sorted(index)) or "none"
+        return fail(f"there is no tool named {call.name!r} (the tools are: {offered})")
+    try:
+        kwargs = tool.validate(call.arguments)
+    except ToolInputError as exc:
+        return fail(str(exc))
+    try:
+        if loop.confirm is not None:
+            result.status = "waiting"
+            changed()
+            if not await loop.confirm(call):
+                result.status, result.content = "declined", DECLINED
+                changed()
+                return
+            result.status = "running"
+            changed()
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(loop.timeout):
+                value = await _call(tool, kwargs)
+        except TimeoutError:
+            result.seconds = time.monotonic() - started
+            return fail(f"the tool did not finish within {loop.timeout:g} s (tool_timeout=)")
+        except Exception as exc:
+            result.seconds = time.monotonic() - started
+            return fail(scrub(redact(f"{type(exc).__name__}: {exc}")))
+        result.seconds = time.monotonic() - started
+        result.content, result.note = encode_result(value)
+        result.content = scrub(redact(result.content))
+        result.status = "done"
+        changed()
+    except anyio.get_cancelled_exc_class():
+        result.status, result.error = "cancelled", "cancelled before it finished"
+        changed()
+        raise
+
+
+async def _call(tool: Tool, kwargs: dict[str, Any]) -> Any:
+    """An async tool awaited here; a plain one in a worker thread (a cancel stops the wait)."""
+    if tool.is_async:
+        return await tool.function(**kwargs)
+    value = await anyio.to_thread.run_sync(functools.partial(tool.function, **kwargs), abandon_on_cancel=True)
+    if inspect.isawaitable(value):  # a plain function that hands back a coroutine (a partial of an async def)
+        value = await value
+    return value

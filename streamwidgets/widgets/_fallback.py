@@ -1,0 +1,86 @@
+"""The static fallback: the answer as plain text, markdown and HTML next to the widget.
+
+Widgets render only where a kernel (or saved widget state) is around; nbconvert HTML, GitHub and
+nbviewer show a saved notebook's other mimetypes instead (nbconvert skips the widget view when no
+widget state was saved). So the output carries the widget view plus, once the stream ends, the
+answer itself, with a status line that says how it ended and, when it ended short, why.
+
+The answer is model output: its markdown and HTML forms are made in `streamwidgets.markdown`
+(`static_markdown`, `static_html`); this module assembles the bundle. No form ever contains more
+than the answer and its status — no request, no key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..core._formatting import STATUS_WORDS, origin
+from ..core._state import StreamState
+from ..markdown import safe_markdown, static_html, static_markdown
+from ._toolcalls import shown_calls, tool_calls_text
+
+if TYPE_CHECKING:
+    from ._view import StreamView
+
+__all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line"]
+
+WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
+_PLAIN_LIMIT = 2000
+
+
+def _widget_part(widget: Any) -> dict[str, Any]:
+    return {WIDGET_MIMETYPE: widget._repr_mimebundle_()[WIDGET_MIMETYPE]}
+
+
+def status_line(state: StreamState, model: Optional[str], badge: Optional[str] = None) -> str:
+    """ "offline demo standing in for openai · gpt-4.1-mini · done · 412 tokens" — plain text; the
+    model name is the one that was requested, and the first part says where the answer came from
+    when it was not a live provider (`state.origin`, else the view's badge)."""
+    parts = [p for p in (origin(state.origin, state.provider) or badge, model) if p]
+    parts.append(STATUS_WORDS.get(state.phase, state.phase))
+    tokens, estimated = state.completion_tokens
+    if tokens:
+        parts.append(f"{'about ' if estimated else ''}{tokens:,} tokens")
+    return " · ".join(parts)
+
+
+def ending(state: StreamState, note: Optional[str] = None) -> str:
+    """Why an answer is not the whole one, in words ("" for a complete answer): the runner's
+    `note` for one still streaming, else what the state says for a failed, cancelled or cut one."""
+    if note:
+        return note
+    if not state.done or (state.status == "complete" and state.finish in (None, "stop", "tool_calls")):
+        return ""
+    return state.message
+
+
+def placeholder_bundle(widget: Any, model: Optional[str]) -> dict[str, Any]:
+    """While streaming: the widget, and a text line for places that cannot show it."""
+    who = f" from {model}" if model else ""
+    return {**_widget_part(widget), "text/plain": f"[streaming an answer{who}; the live view needs a running kernel]"}
+
+
+def final_bundle(
+    view: StreamView, model: Optional[str], badge: Optional[str] = None, note: Optional[str] = None
+) -> dict[str, Any]:
+    """The view's answer as text/plain, safe text/markdown and safe text/html, next to its widget.
+
+    After the end, or with `note` (why the answer so far is saved while it still streams). Error
+    texts go through the view's `redact`, as in the problem box.
+    """
+    text = view.text
+    state = view.state
+    status = status_line(state, model, badge)
+    why = view.redact(ending(state, note))
+    plain = text if len(text) <= _PLAIN_LIMIT else text[: _PLAIN_LIMIT - 1] + "…"
+    footer = f"[{status}]" + (f"\n{why}" if why else "")
+    calls = view.redact(tool_calls_text(shown_calls(state)))  # a tool loop's timeline, before the answer
+    head = f"{calls}\n\n" if calls else ""
+    return {
+        **_widget_part(view.widget),
+        "text/plain": f"{head}{plain}\n\n{footer}" if plain else f"{head}{footer}",
+        "text/markdown": (safe_markdown(head.replace("\n", "  \n", calls.count("\n"))) if head else "")
+        + static_markdown(text, status, why),
+        "text/html": static_html(view.tool_calls_html() + view.answer_html(), status, why)
+        + (view.tokens.static_html() if view.tokens is not None else ""),
+    }

@@ -1,0 +1,123 @@
+"""The package reads as the data path, and every layer is crossed once, downward.
+
+Each folder is a layer: `core` (sans-IO) at the bottom, then `markdown` and `server`, then `net`,
+`widgets` and `apps`. A module may import its own layer and the ones below it, never one above;
+the top-level `__init__` (the lazy facade) and `__main__` may import anything. The rule is read
+off the source itself (every `import` and `from ... import`, lazy ones inside functions too), so a
+shortcut upward fails here, not in a review.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "streamwidgets"
+
+#: Layer -> its rank; a module may import only from layers of a rank lower than or equal to its own.
+LAYERS = {"core": 0, "markdown": 1, "server": 1, "net": 2, "widgets": 3, "apps": 4}
+#: Layers of the same rank that must not import each other either.
+APART = {("markdown", "server"), ("server", "markdown")}
+#: What the sans-IO core must never load.
+HEAVY = ("httpx", "httpcore", "anyio", "ipywidgets", "IPython", "pygments", "markdown_it", "mdit_py_plugins")
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def layer_of(path: Path) -> str | None:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else None  # None: the facade (__init__, __main__)
+
+
+def imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in the module at `path` (its text, or
+    `source`), resolving relative ones."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    package = ["streamwidgets", *path.relative_to(PACKAGE).with_suffix("").parts][:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+            for alias in node.names:  # `from .. import formatting` imports a module by name
+                found.append((node.lineno, f"{name}.{alias.name}"))
+    return found
+
+
+def target_layer(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "streamwidgets" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in LAYERS else None
+
+
+def test_every_module_lives_in_a_layer():
+    loose = [p.name for p in modules() if layer_of(p) is None and p.name not in ("__init__.py", "__main__.py")]
+    assert loose == [], "modules at the top level mix the layers; put each in its folder"
+    assert {layer_of(p) for p in modules()} - {None} == set(LAYERS)
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_layer_above_its_own(path: Path):
+    own = layer_of(path)
+    if own is None:
+        return
+    upward = []
+    for line, name in imported(path):
+        target = target_layer(name)
+        if target is None or target == own:
+            continue
+        if LAYERS[target] > LAYERS[own] or (own, target) in APART:
+            upward.append(f"line {line}: {name}")
+    assert upward == [], f"{own} imports a layer above it (or beside it): {upward}"
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if layer_of(p) == "core"], ids=lambda p: p.name)
+def test_the_core_imports_no_network_widget_or_renderer(path: Path):
+    heavy = [f"line {line}: {name}" for line, name in imported(path) if name.split(".")[0] in HEAVY]
+    assert heavy == [], f"the sans-IO core imports {heavy}"
+
+
+def test_importing_the_core_loads_none_of_them():
+    code = (
+        "import sys, streamwidgets.core, streamwidgets.core.dialects; "
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_checker_sees_an_upward_import():
+    """The rule is not vacuous: a core module that imported the network edge, lazily too, is caught."""
+    probe = PACKAGE / "core" / "_probe.py"  # never written: its text is given
+    names = [name for _, name in imported(probe, "def f():\n    from ..net import Stream\n")]
+    assert "streamwidgets.net" in names and LAYERS[target_layer("streamwidgets.net") or "core"] > LAYERS["core"]
+    inside = PACKAGE / "core" / "dialects" / "_probe.py"
+    assert "streamwidgets.core._state" in [name for _, name in imported(inside, "from .._state import X\n")]
+
+
+def test_the_design_page_lists_every_module():
+    """docs/design.md is the map: every module of every layer has its row (or its name in a
+    shared row), so the map cannot fall behind the code unnoticed."""
+    design = (PACKAGE.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    missing = []
+    for path in modules():
+        layer = layer_of(path)
+        if layer is None or path.name == "__init__.py":
+            continue
+        name = path.relative_to(PACKAGE / layer).as_posix()
+        if f"`{name}`" not in design and f"`{path.name}`" not in design:
+            missing.append(f"{layer}/{name}")
+    assert missing == [], f"docs/design.md does not list {missing}"

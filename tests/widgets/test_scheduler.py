@@ -1,0 +1,229 @@
+"""The shared frame scheduler, measured on the messages widgets really send (a recording comm).
+
+Many views streaming at once must stay under the kernel-wide message budget and still each be
+drawn; a first token is drawn at once; the final state is always drawn. They run on virtual
+time (`virtual_time.run_virtual`): a "three-second" stream takes milliseconds, and the frame
+rates measured are exact, not at the mercy of a busy machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+import pytest
+from virtual_time import run_virtual
+from widget_harness import Played, Wire
+
+from streamwidgets.core._events import Heartbeat, Terminator, TextDelta
+from streamwidgets.core._state import RetryNote, StreamState
+from streamwidgets.widgets import FrameScheduler, StreamHandle, StreamView, scheduler_for
+from streamwidgets.widgets._traffic import Cost
+
+
+class CountingView(StreamView):
+    """A view that remembers when it was drawn, what each frame sent, and which were slow."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.frames: list[tuple[float, int]] = []
+        self.slow_frames: list[float] = []
+        super().__init__(*args, **kwargs)
+
+    def draw(self, now: float, *, final: bool = False) -> Cost:
+        sent = super().draw(now, final=final)
+        if sent.messages:
+            self.frames.append((time.monotonic(), sent.messages))
+        return sent
+
+    def draw_slow(self, now: float, *, final: bool = False) -> Cost:
+        self.slow_frames.append(now)
+        return super().draw_slow(now, final=final)
+
+
+def tokens(n: int, paragraph: int = 12) -> list:
+    return [TextDelta(f"w{i}" + ("\n\n" if i % paragraph == paragraph - 1 else " ")) for i in range(n)] + [Terminator()]
+
+
+def test_twenty_views_share_the_budget_and_each_is_drawn(monkeypatch):
+    wire = Wire().install(monkeypatch)
+
+    async def main() -> tuple[list[CountingView], list[StreamHandle], float]:
+        scheduler = scheduler_for()
+        views = [CountingView(model=f"m{i}", clock=time.monotonic) for i in range(20)]
+        wire.messages.clear()  # making the views is not streaming (and takes no virtual time)
+        started = time.monotonic()
+        handles = [StreamHandle(Played(tokens(600), delay=0.003), view=view, scheduler=scheduler) for view in views]
+        for handle in handles:
+            await handle
+        assert scheduler.idle
+        return views, handles, started
+
+    views, handles, started = run_virtual(monkeypatch, main())
+    duration = time.monotonic() - started
+    assert duration > 1.5  # long enough for the per-second budget to matter
+    peak = wire.max_in_window(1.0, since=started)
+    assert peak <= 210, f"{peak} messages in one second"
+    total = len([m for m in wire.messages if m.at >= started])
+    assert total / duration <= 200
+    for view, handle in zip(views, handles, strict=True):
+        assert handle.state.status == "complete"
+        assert "w599" in view.answer.html  # the final frame always comes
+        live = [t for t, _ in view.frames if t < view.frames[-1][0]]
+        assert len(live) >= duration  # each view drawn about once a second or more, while streaming
+    per_view = [len(v.frames) for v in views]
+    assert max(per_view) <= 2.5 * min(per_view)  # round-robin: nobody starves
+
+
+def test_a_view_alone_keeps_its_frame_rate_and_slow_parts_go_slower(monkeypatch):
+    Wire().install(monkeypatch)
+
+    async def main() -> tuple[CountingView, float]:
+        view = CountingView(model="m", max_fps=20, slow_fps=2, clock=time.monotonic)
+        header_values: list[str] = []
+        view.header.widget.observe(lambda change: header_values.append(change["new"]), "value")
+        started = time.monotonic()
+        handle = StreamHandle(Played(tokens(1000), delay=0.001), view=view, scheduler=scheduler_for())
+        await handle
+        duration = time.monotonic() - started
+        assert len(header_values) <= duration * 2 + 4  # phases + the slow rate
+        return view, duration
+
+    view, duration = run_virtual(monkeypatch, main())
+    assert duration > 1.0
+    assert len(view.frames) <= duration * 20 + 3
+    assert len(view.frames) >= duration * 3  # and it does use its frames (a new paragraph every 12 ms)
+    gaps = [b[0] - a[0] for a, b in zip(view.frames[1:], view.frames[2:-1], strict=False)]
+    assert min(gaps) >= 0.045
+
+
+def test_a_slow_stream_gets_many_frames_and_a_fast_one_pays_for_few(monkeypatch):
+    """The overhead budget: a word at a time (20 tokens/s) is drawn near `max_fps`; a fast stream
+    is drawn less often, each frame carrying more of the answer, within the budget."""
+    wire = Wire().install(monkeypatch)
+
+    async def main(rate: float, n: int) -> tuple[CountingView, float, int]:
+        view = CountingView(model="m", max_fps=10, clock=time.monotonic)
+        wire.messages.clear()
+        started = time.monotonic()
+        await StreamHandle(Played(tokens(n), delay=1 / rate), view=view, scheduler=scheduler_for())
+        return view, time.monotonic() - started, sum(m.size for m in wire.messages)
+
+    slow, slow_seconds, _ = run_virtual(monkeypatch, main(20, 60))
+    fast, fast_seconds, fast_bytes = run_virtual(monkeypatch, main(2000, 6000))
+    assert len(slow.frames) >= slow_seconds * 8  # near its 10 frames a second
+    assert len(fast.frames) <= fast_seconds * 5
+    overhead = fast_bytes - len(fast.answer.html)
+    assert overhead <= fast_seconds * (fast.pace.overhead_bytes_per_second + 650 * 10 + 2500) + 20_000
+
+
+def test_the_header_and_usage_wait_for_their_slow_rate_and_news_is_drawn_at_once(monkeypatch):
+    """The scheduler alone decides when: the answer every frame, the header and usage at the slow
+    rate — but a new phase (the first token, the end) and a retry's countdown at once."""
+    Wire().install(monkeypatch)
+
+    async def main() -> None:
+        scheduler = scheduler_for()
+        state = StreamState(model="m")
+        state.begin(time.monotonic())
+        view = CountingView(state, max_fps=20, slow_fps=2, clock=time.monotonic)
+        scheduler.add(view)
+        started = view.slow_frames[-1]
+        state.apply(TextDelta("Hello"), time.monotonic())
+        scheduler.notify(view)  # the first token: news, drawn at once, header and all
+        assert "sw-status-answering" in view.header.widget.value and len(view.slow_frames) == 2
+        header, usage = view.header.widget.value, view.usage.widget.value
+        for _ in range(6):  # 0.3 s of tokens: frames for the answer, none slow
+            await asyncio.sleep(0.05)
+            state.apply(TextDelta(" more"), time.monotonic())
+            scheduler.notify(view)
+        assert "more more" in view.answer.html
+        assert view.header.widget.value == header and view.usage.widget.value == usage
+        await asyncio.sleep(0.25)
+        state.apply(TextDelta(" and more"), time.monotonic())
+        scheduler.notify(view)
+        await asyncio.sleep(0.06)
+        assert view.usage.widget.value != usage  # half a second on, the slow parts follow
+        slow = [t - started for t in view.slow_frames]
+        assert all(b - a >= 0.5 - 1e-9 for a, b in itertools.pairwise(slow[1:])), slow
+        state.retrying(RetryNote(tries=1, reason="rate limited by the provider", until=time.monotonic() + 1.5))
+        scheduler.notify(view)  # a countdown starts: its first number at once, not a second later
+        assert "retrying in 2 s" in view.header.widget.value
+        state.close(now=time.monotonic())
+        await scheduler.finish(view)
+
+    run_virtual(monkeypatch, main())
+
+
+def test_the_first_token_is_drawn_at_once(monkeypatch):
+    async def main() -> None:
+        scheduler = scheduler_for()
+        state = StreamState()
+        view = StreamView(state, clock=time.monotonic)
+        scheduler.add(view)
+        state.apply(Heartbeat())
+        scheduler.notify(view)  # a keep-alive right after the first frame waits its turn...
+        state.apply(TextDelta("First"))
+        scheduler.notify(view)
+        assert "First" in view.answer.html  # ...but the first token does not
+        state.apply(TextDelta(" second"))
+        scheduler.notify(view)
+        assert "second" not in view.answer.html  # within the frame interval: coalesced
+        await asyncio.sleep(view.pace.frame_interval * 1.5)
+        assert "second" in view.answer.html  # and drawn by the next frame
+        state.close()
+        await scheduler.finish(view)
+
+    run_virtual(monkeypatch, main())
+
+
+def test_the_final_state_is_always_drawn_even_without_budget(monkeypatch):
+    async def main() -> None:
+        scheduler = FrameScheduler(asyncio.get_running_loop(), max_messages_per_second=30, burst=5)
+        views = [StreamView(clock=time.monotonic) for _ in range(10)]
+        for view in views:
+            scheduler.add(view)
+            view.state.apply(TextDelta("partial"))
+            scheduler.notify(view)
+        for view in views:
+            view.state.apply(TextDelta(" and the end"))
+            view.state.apply(Terminator())
+            view.state.close()
+            scheduler.notify(view)
+        await asyncio.gather(*(scheduler.finish(view) for view in views))
+        for view in views:
+            assert "the end" in view.answer.html and "done" in view.header.widget.value
+        assert scheduler.idle
+
+    run_virtual(monkeypatch, main())
+
+
+def test_the_live_clock_ticks_without_events_and_stops_when_idle(monkeypatch):
+    async def main() -> None:
+        scheduler = scheduler_for()
+        state = StreamState(model="m")
+        state.begin(time.monotonic())
+        view = StreamView(state, clock=time.monotonic)
+        scheduler.add(view)
+        assert "0 s" in view.header.widget.value
+        await asyncio.sleep(2.1)
+        assert "2 s" in view.header.widget.value  # no event came, but the clock moved
+        state.close(now=time.monotonic())
+        await scheduler.finish(view)
+        assert scheduler.idle and scheduler._timer is None
+
+    run_virtual(monkeypatch, main())
+
+
+def test_one_scheduler_per_loop():
+    async def get() -> FrameScheduler:
+        return scheduler_for()
+
+    async def twice() -> tuple[FrameScheduler, FrameScheduler]:
+        return scheduler_for(), await get()
+
+    first, second = asyncio.run(twice())
+    assert first is second
+    assert asyncio.run(get()) is not first
+    with pytest.raises(ValueError):
+        FrameScheduler(asyncio.new_event_loop(), max_messages_per_second=10, burst=10)
