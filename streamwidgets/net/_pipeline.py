@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import aclosing
 from typing import Optional, Union
 
 import anyio
@@ -135,17 +136,21 @@ class Stream:
             self._started = True
             self.steps += 1
             part = len(self.state.parts)
+            batches = pump(
+                self.source,
+                self.state,
+                notify=self.notify,
+                record=self.record,
+                part=part,
+                badge_shown=self._badge_shown,
+            )
             try:
-                async for batch in pump(
-                    self.source,
-                    self.state,
-                    notify=self.notify,
-                    record=self.record,
-                    part=part,
-                    badge_shown=self._badge_shown,
-                ):
-                    for event in batch:
-                        yield event
+                # Closed here when the sink stops reading (`astream` left early), in this task:
+                # not later, by the garbage collector's finalizer, in another one.
+                async with aclosing(batches):
+                    async for batch in batches:
+                        for event in batch:
+                            yield event
             finally:
                 if self.state.done:
                     self._ended()
@@ -202,7 +207,7 @@ async def pump(
     record: Optional[PathLike] = None,
     part: int = 1,
     badge_shown: bool = False,
-) -> AsyncIterator[Sequence[Event]]:
+) -> AsyncGenerator[Sequence[Event], None]:
     """Stream one part of an answer from `source` into `state`, yielding each batch of events.
 
     `record` writes the part into a recording (part 1 starts the file, later parts are appended);

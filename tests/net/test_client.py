@@ -241,10 +241,13 @@ def test_leaving_astream_early_closes_the_connection(demo_server):
             async for event in events:
                 if isinstance(event, TextDelta):
                     break
-        return events.state, await asyncio.to_thread(demo_server.wait_for_disconnect, 2.0, after=before)
+        # Read before anything else runs: the stream is closed by the `async with`, in this task,
+        # not later by the garbage collector's finalizer in another one.
+        status = events.state.status
+        return status, events.state, await asyncio.to_thread(demo_server.wait_for_disconnect, 2.0, after=before)
 
-    state, record = go(main())
-    assert state.status == "cancelled" and state.text
+    status, state, record = go(main())
+    assert status == "cancelled" and state.text
     assert record is not None and record.outcome == "client_disconnected"
 
 
