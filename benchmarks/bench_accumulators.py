@@ -93,7 +93,7 @@ def wire_contenders(n: int) -> dict[str, Run]:
         dialect = name.split()[0]
 
         def run() -> str:
-            state = parse(body, dialect=dialect)
+            state = parse(body, api=dialect)
             return state.tool_calls[0].arguments if name.endswith("tool") else state.text
 
         return run

@@ -27,14 +27,14 @@ def parse(
     source: StreamSource,
     *,
     provider: Union[str, Provider, None] = None,
-    dialect: Optional[str] = None,
+    api: Optional[str] = None,
     think_tags: Optional[bool] = None,
 ) -> StreamState:
     """Parse a whole recorded `text/event-stream` body into its final `StreamState`.
 
     `source` is the bytes, an iterable of byte chunks, or a file path (a `str` is a path) to a
     raw `text/event-stream` body or to a streamwidgets recording (see `recording.py`).
-    `dialect` (chat / responses / messages) is detected from the first event when not given;
+    `api` (chat / responses / messages) is detected from the first event when not given;
     `provider` switches on that provider's few own rules. Malformed input never raises: it
     ends up in `state.warnings`, and everything readable is kept. A body that is no event stream
     at all says so in a warning ("this is not an event stream: it looks like an HTML page: …");
@@ -42,9 +42,9 @@ def parse(
     """
     recording = as_recording(source)
     if recording is not None:
-        dialect = dialect or recording.dialect
+        api = api or recording.dialect
         provider = provider or recording.provider
-    normalizer = Normalizer(dialect, provider, think_tags=think_tags)
+    normalizer = Normalizer(api, provider, think_tags=think_tags)
     state = StreamState(provider=normalizer.provider.name if provider is not None else None)
     if recording is None:
         items: Iterable[Item]
@@ -62,7 +62,7 @@ def parse(
         part = part.following
         if part is not None:
             state = state.next_part(state.text[: part.carried] if part.carried is not None else None)
-            normalizer = Normalizer(dialect, provider, think_tags=think_tags)
+            normalizer = Normalizer(api, provider, think_tags=think_tags)
     return state
 
 

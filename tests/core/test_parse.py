@@ -77,7 +77,7 @@ def test_unknown_event_types_are_ignored(dialect):
         b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"new_delta"}}\n\n'
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
-    state = sw.parse(body, dialect=dialect)
+    state = sw.parse(body, api=dialect)
     assert (state.text, state.status, state.warnings) == ("ok", "complete", [])
 
 
@@ -85,7 +85,7 @@ def test_one_mebibyte_data_line():
     big = "x" * (1 << 20)
     state = sw.parse(chunk(big) + DONE)
     assert state.text == big and state.status == "complete"
-    state = sw.parse(b"data: {" + b"y" * (1 << 20) + b"\n\n" + DONE, dialect="chat")
+    state = sw.parse(b"data: {" + b"y" * (1 << 20) + b"\n\n" + DONE, api="chat")
     assert state.status == "complete" and "not valid JSON" in state.warnings[0]
     assert len(state.warnings[0]) < 200  # the message quotes a preview, not the megabyte
 
@@ -115,7 +115,7 @@ def test_random_bytes_never_raise():
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=400), st.sampled_from([None, "chat", "responses", "messages"]))
 def test_arbitrary_bytes_give_a_final_state(blob, dialect):
-    state = sw.parse(blob, dialect=dialect)
+    state = sw.parse(blob, api=dialect)
     assert state.status in ("complete", "incomplete", "error")
     assert isinstance(state.message, str) and state.message
 
@@ -215,7 +215,7 @@ def test_an_error_envelope_without_a_type_inside_any_stream_is_the_providers_err
     """Proxies put `{"error": {...}}` with no `type` into a 200 Responses or Messages stream; the
     user must read the provider's words (as the openai SDK raises with them), not "connection ended"."""
     body = start + 'data: {"error": {"message": "Upstream model overloaded, try again", "code": "overloaded"}}\n\n'
-    state = sw.parse(body.encode(), dialect=dialect)
+    state = sw.parse(body.encode(), api=dialect)
     assert state.status == "error" and state.text == "Half an ans"
     assert state.error is not None and state.error.message == "Upstream model overloaded, try again"
     assert state.error.code == "overloaded"

@@ -54,7 +54,7 @@ class Transcript:
     expect: dict[str, Any]
 
     def parse(self, source: Any) -> StreamState:
-        return parse(source, provider=self.provider, dialect=self.dialect)
+        return parse(source, provider=self.provider, api=self.dialect)
 
 
 def _load() -> list[Transcript]:

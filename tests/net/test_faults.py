@@ -381,7 +381,7 @@ def test_sdk_stream_helpers_complete_and_close_at_the_terminator(hostile, api, m
     [(b"<html><title>Bad gateway</title></html>", "an HTML page"), (b"Internal error\n", "plain text")],
 )
 def test_parse_says_when_a_body_is_no_event_stream(api, body, looks_like):
-    state = sw.parse(body, dialect=api)
+    state = sw.parse(body, api=api)
     assert state.status == "incomplete" and state.text == ""
     assert state.warnings[0].startswith(f"this is not an event stream: it looks like {looks_like}")
 
@@ -390,7 +390,7 @@ def test_parse_says_when_a_body_is_no_event_stream(api, body, looks_like):
 def test_parse_keeps_its_limits_and_never_raises(api):
     # 9-11 in parse(): an event far too long is discarded as it comes, the answer is kept.
     body = [*stream(api, middle=(b"data: " + b"z" * (17 << 20), b"z\n\n"))]
-    state = sw.parse(body, dialect=api)
+    state = sw.parse(body, api=api)
     assert (state.status, state.text) == ("complete", "Hello there.")
     assert any("discarded" in w for w in state.warnings)
 

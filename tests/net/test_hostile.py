@@ -379,7 +379,7 @@ def test_json_nested_too_deep_is_malformed_not_an_exception(deep):
 @pytest.mark.parametrize("deep", [DEEP_LIST, DEEP_OBJECT], ids=["list", "object"])
 def test_parse_skips_one_deep_event_with_one_warning(api, deep):
     wire = FULL[api]
-    state = sw.parse(b"".join([*wire[:2], b"data: " + deep + b"\n\n", *wire[2:]]), dialect=api)
+    state = sw.parse(b"".join([*wire[:2], b"data: " + deep + b"\n\n", *wire[2:]]), api=api)
     assert (state.status, state.text) == ("complete", "Hello there.")
     assert state.warnings == ["an event's data was nested too deeply to read and was skipped"]
 

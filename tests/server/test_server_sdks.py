@@ -356,7 +356,7 @@ def test_streamwidgets_parse_agrees_with_the_sdks(demo_server, flavor, api):
     endpoint, make = API_BODIES[api]
     body = make("demo-tools" if api == "chat" else "demo-reasoning", f"parse-{flavor}-{api}")
     raw = httpx.post(f"{demo_server.flavor_url(flavor)}/{endpoint}", json=body, timeout=10).content
-    state = streamwidgets.parse(raw, dialect=api, provider=flavor)
+    state = streamwidgets.parse(raw, api=api, provider=flavor)
     assert state.status == "complete" and state.warnings == []
 
     if api == "chat":

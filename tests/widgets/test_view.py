@@ -221,7 +221,7 @@ def test_the_header_names_the_api_and_puts_a_note_on_a_line_of_its_own():
 
 
 def test_cancel_shows_only_while_it_can_act():
-    done = parse(b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n', dialect="chat")
+    done = parse(b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n', api="chat")
     recorded = StreamView(done)  # a finished answer that nobody can cancel
     recorded._repr_mimebundle_()
     assert recorded.cancel_button.disabled and not shown(recorded.cancel_button)
@@ -478,7 +478,7 @@ TRANSCRIPTS = sorted((Path(__file__).parents[1] / "core" / "transcripts").glob("
 def test_every_recorded_provider_stream_renders(recording: Path):
     """Real streams from every provider the field guide covers, through `parse` and into a view."""
     meta = json.loads(recording.with_suffix(".json").read_text())
-    state = parse(recording, provider=meta["provider"], dialect=meta["dialect"])
+    state = parse(recording, provider=meta["provider"], api=meta["dialect"])
     view = StreamView(state, model="recorded", provider=meta["provider"], max_tokens=100)
     bundle = view._repr_mimebundle_()
     assert bundle[WIDGET_MIMETYPE]["model_id"] == view.widget.model_id
