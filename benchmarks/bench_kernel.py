@@ -484,7 +484,10 @@ def panel_python() -> str:
 
 def report_head(head_runs: list[list[Run]], main_tokens: int) -> None:
     table(f"{main_tokens:,} tokens at 1,000 tokens/s, one SSE event per TCP segment", head_runs)
-    key = {(g[0].case.view, g[0].case.kernel): g for g in head_runs if g[0].case.source == "segments"}
+    # The paced rows only: the unpaced "before" rows are compared with their paced twins in the table.
+    key = {
+        (g[0].case.view, g[0].case.kernel): g for g in head_runs if g[0].case.source == "segments" and g[0].case.paced
+    }
     for kernel in ("main", "panel"):
         if ("show", kernel) not in key:
             continue
