@@ -19,6 +19,7 @@ from ..core._errors import HTTPStatusError, IncompleteStreamError, StreamError
 from ..core._events import Event
 from ..core._state import StreamState
 from ..net._pipeline import Notify, Stream
+from ..net._reads import PAUSE, UNWATCHED_PAUSE
 from ..net._request import Prompt, StreamRequest
 from ..net._sources import Source, as_source
 from ..net._tool_runner import tool_loop
@@ -52,7 +53,9 @@ async def arun(
     `confirm=True` needs a view to click Run / Skip in, so here it is an error. With `raise_on_error=True`, an error raises `HTTPStatusError` (non-2xx) or `StreamError`, and an
     incomplete stream `IncompleteStreamError`; each carries the state with the partial answer.
     """
-    stream = _stream(source, options, notify=notify, record=record, log=log, parts=parts)
+    # Nobody watches the answer grow unless `notify` does: the reads may wake less often.
+    pause = PAUSE if notify is not None else UNWATCHED_PAUSE
+    stream = _stream(source, options, notify=notify, record=record, log=log, parts=parts, pause=pause)
     state = await stream.run()
     if raise_on_error:
         _raise_for(state)
@@ -130,10 +133,11 @@ def _stream(
     record: Optional[PathLike] = None,
     log: Optional[PathLike] = None,
     parts: int = 1,
+    pause: float = PAUSE,
 ) -> Stream:
     options = dict(options)
     loop = tool_loop(options)
-    stream = Stream(as_source(source, **options), notify=notify, record=record, parts=parts, tools=loop)
+    stream = Stream(as_source(source, **options), notify=notify, record=record, parts=parts, tools=loop, pause=pause)
     if log is not None:
         from ._classlog import log_parts
 

@@ -32,6 +32,7 @@ import anyio.lowlevel
 from ..core._events import Event, Problem
 from ..core._feed import Feed, Item, StreamBroke, slices
 from ..core._state import StreamState
+from ._reads import PAUSE
 from ._recording import Recorder
 from ._sources import TOOL_STEP_BREAK, Live, Source
 from ._tool_runner import ToolLoop, run_calls
@@ -69,6 +70,11 @@ class Stream:
     the calls and their results — until the model answers or `max_steps` requests were made, when
     the stream stops and says so. Each step is a part: the view shows them in one timeline, the
     usage adds up over them, and the class log and `record=` take every one.
+
+    `pause` is the longest a network read waits while the answer flows (`net._reads.Pacer`): a
+    view's frame pace (`PAUSE`), or `UNWATCHED_PAUSE` for a sink that only wants the end — fewer
+    wake-ups, the same bytes (a pause never lets the socket's buffer fill), and a cancel or the
+    deadline still ends one at once.
     """
 
     def __init__(
@@ -80,6 +86,7 @@ class Stream:
         parts: int = 1,
         badge_shown: bool = False,
         tools: Optional[ToolLoop] = None,
+        pause: float = PAUSE,
     ) -> None:
         if parts < 1:
             raise ValueError("parts is how many parts an answer may have in all: 1 or more")
@@ -87,6 +94,7 @@ class Stream:
         self.state = StreamState()
         self.notify = notify
         self.record = record
+        self.pause = pause
         self._more = parts - 1
         self._badge_shown = badge_shown
         self._started = False
@@ -143,6 +151,7 @@ class Stream:
                 record=self.record,
                 part=part,
                 badge_shown=self._badge_shown,
+                pause=self.pause,
             )
             try:
                 # Closed here when the sink stops reading (`astream` left early), in this task:
@@ -207,12 +216,15 @@ async def pump(
     record: Optional[PathLike] = None,
     part: int = 1,
     badge_shown: bool = False,
+    pause: float = PAUSE,
 ) -> AsyncGenerator[Sequence[Event], None]:
     """Stream one part of an answer from `source` into `state`, yielding each batch of events.
 
     `record` writes the part into a recording (part 1 starts the file, later parts are appended);
     `badge_shown` says a view shows where the answer comes from, so an offline stand-in needs no
-    warning in the state. Provider and network failures never raise: they are in the state.
+    warning in the state; `pause` bounds how often a network read wakes while the part flows (the
+    view's frame pace, or longer when nobody watches). Provider and network failures never raise:
+    they are in the state.
     """
     source = source.resolved()  # the embedded provider starts here, when a stream starts
     source.stamp(state)
@@ -228,7 +240,7 @@ async def pump(
         if record is not None
         else None
     )
-    items = source.items(feed, recorder)
+    items = source.items(feed, recorder, pause)
     limits = source.limits
     end = None if limits.deadline is None else anyio.current_time() + limits.deadline
     if end is not None:

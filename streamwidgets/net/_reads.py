@@ -16,7 +16,10 @@ the events, and neither bounds the bytes:
   second and a fast one as fast as it comes, in reads of tens of kilobytes. The first token is
   never held back: after an idle spell (a read that waited longer than `IDLE`: the wait for the
   headers, a pause while the model thinks), `WARM_UP` reads happen at once before pacing starts
-  again. A pause only ever delays bytes that arrived right after the previous read.
+  again. A pause only ever delays bytes that arrived right after the previous read. A sink that
+  nobody watches (`arun()`, `run()` with no `notify`) wants only the end, and takes
+  `UNWATCHED_PAUSE` instead: a quarter of the wake-ups, the same bytes; a cancel or the deadline
+  still ends any pause at once.
 - **Merging the chunks of a read** (`core._chunked.Reframer`): h11 gets the chunks of each read
   as one, so it, httpcore, httpx and the feed do one step per read.
 
@@ -51,10 +54,24 @@ import httpx
 
 from ..core._chunked import Reframer
 
-__all__ = ["PAUSE", "IDLE", "WARM_UP", "MIN_PAUSE", "ROOM", "GulpBackend", "GulpStream", "Pacer", "gulps"]
+__all__ = [
+    "PAUSE",
+    "UNWATCHED_PAUSE",
+    "IDLE",
+    "WARM_UP",
+    "MIN_PAUSE",
+    "ROOM",
+    "GulpBackend",
+    "GulpStream",
+    "Pacer",
+    "gulps",
+]
 
 #: Seconds a read waits after one that found little, while the stream flows: the pace a view draws at.
 PAUSE = 0.05
+#: The same when nobody watches the answer grow (`arun`, `run` with no `notify`): only its end
+#: matters, and a cancel or the deadline still ends a pause at once.
+UNWATCHED_PAUSE = 0.2
 #: A read that waited longer than this for its data ended an idle spell.
 IDLE = 0.1
 #: Reads at once after an idle spell (the first events and the first token), before pacing.

@@ -38,7 +38,7 @@ from ..core._redact import Redactor
 from ..core._sse import is_event_stream
 from ..core.dialects import WHOLE_BODY_LIMIT, Normalizer
 from ._decode import UndecodableBody, decoded
-from ._reads import GulpBackend, gulps
+from ._reads import PAUSE, GulpBackend, gulps
 from ._request import StreamRequest
 from ._retry import wait_hint
 
@@ -294,10 +294,14 @@ def where(request: StreamRequest) -> Where:
 
 
 async def response_items(
-    http: httpx.AsyncClient, request: StreamRequest, normalizer: Normalizer, recorder: Optional[Recorder]
+    http: httpx.AsyncClient,
+    request: StreamRequest,
+    normalizer: Normalizer,
+    recorder: Optional[Recorder],
+    pause: float = PAUSE,
 ) -> AsyncGenerator[Item, None]:
-    """The body's bytes per network read, or the events that stand for a failed request; raise
-    `StreamBroke` when the stream breaks."""
+    """The body's bytes per network read (paced by `pause`, `_reads.Pacer`), or the events that
+    stand for a failed request; raise `StreamBroke` when the stream breaks."""
     try:
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
@@ -318,7 +322,7 @@ async def response_items(
                 body, _ = await _read_limited(response, request, WHOLE_BODY_LIMIT)
                 yield _not_a_stream(normalizer, request.redact_bytes(body), content_type)
                 return
-            async for chunk in decoded(gulps(response), response.headers.get("content-encoding")):
+            async for chunk in decoded(gulps(response, pause=pause), response.headers.get("content-encoding")):
                 yield chunk
     except UndecodableBody as exc:
         raise StreamBroke(f"the body could not be read: {exc}.") from None

@@ -281,6 +281,37 @@ def test_cancel_in_a_pause_closes_the_connection_at_once(server):
     assert script.disconnected_at - cancelled < 5.0  # not after the 60 s pause
 
 
+@pytest.mark.parametrize("pause", [60.0, 0.05])
+def test_the_sink_chooses_the_pause_and_a_cancel_still_ends_it(server, pause):
+    # `Stream(pause=)` reaches the reads: past the warm-up, a long pause holds the answer still
+    # while the server sends on, the view's 50 ms does not. At ~5 kB/s a quarter of the receive
+    # buffer (40 kB or more) takes 2 s or more to fill, so that rule does not cut the pause short.
+    script = server.expect(Script(flowing(5000, every=0.02), hang=True))
+
+    async def main() -> tuple[int, int, int, StreamState]:
+        stream = Stream(as_source(make_request("q", model="m", base_url=server.url)), pause=pause)
+        state = stream.state
+        task = asyncio.ensure_future(stream.run())
+        while len(script.sent_at) < 25:  # the warm-up's 8 reads are done by then (0.5 s)
+            await asyncio.sleep(0.005)
+        before, sent = state.text_length, len(script.sent_at)
+        while len(script.sent_at) < sent + 25:  # the server sends 25 more segments (0.5 s)
+            await asyncio.sleep(0.01)
+        after = state.text_length
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return before, after, len(script.sent_at) - sent, state
+
+    before, after, sent, state = asyncio.run(main())
+    assert sent >= 25 and before > 0
+    if pause == 60.0:
+        assert after == before, "a read woke inside the pause"
+    else:
+        assert after > before, "the reads did not go on"
+    assert state.status == "cancelled"
+    assert script.done.wait(5) and script.disconnected_at is not None  # the pause did not hold the close
+
+
 def test_cancel_of_a_stream_closes_the_connection(server):
     script = server.expect(Script(flowing(5000, every=0.002), hang=True))
 
