@@ -94,7 +94,7 @@ class Held(Source):
     def labels(self):
         return Labels(model="demo-long")
 
-    async def items(self, feed, recorder):
+    async def items(self, feed, recorder, pause=None):
         yield [TextDelta(TEXT)]
         await end.wait()
         yield [Finish("stop"), Terminator()]

@@ -41,7 +41,7 @@ class Played(Source):
     delay: float = 0.0
     key: Optional[str] = None
 
-    async def items(self, feed: Feed, recorder: Any) -> AsyncIterator[Item]:
+    async def items(self, feed: Feed, recorder: Any, pause: Any = None) -> AsyncIterator[Item]:  # no network: no pause
         for event in self.events:
             await anyio.sleep(self.delay)
             if isinstance(event, Exception):
