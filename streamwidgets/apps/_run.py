@@ -19,7 +19,7 @@ from ..core._errors import HTTPStatusError, IncompleteStreamError, StreamError
 from ..core._events import Event
 from ..core._state import StreamState
 from ..net._pipeline import Notify, Stream
-from ..net._reads import PAUSE, UNWATCHED_PAUSE, Pause
+from ..net._reads import PAUSE, UNWATCHED_PAUSE
 from ..net._request import Prompt, StreamRequest
 from ..net._sources import Source, as_source
 from ..net._tool_runner import tool_loop
@@ -133,7 +133,7 @@ def _stream(
     record: Optional[PathLike] = None,
     log: Optional[PathLike] = None,
     parts: int = 1,
-    pause: Pause = PAUSE,
+    pause: float = PAUSE,
 ) -> Stream:
     options = dict(options)
     loop = tool_loop(options)

@@ -64,7 +64,6 @@ __all__ = [
     "GulpBackend",
     "GulpStream",
     "Pacer",
-    "Pause",
     "gulps",
 ]
 
@@ -85,9 +84,6 @@ ROOM = 64 * 1024
 #: this much less, so that what h11 gets is never more than httpcore asked for.
 _FRAMING = 16
 
-#: A pause in seconds, or what says it before each read (a view whose frames slow down).
-Pause = Union[float, Callable[[], float]]
-
 SocketOption = Union[tuple[int, int, int], tuple[int, int, Union[bytes, bytearray]], tuple[int, int, None, int]]
 
 
@@ -101,7 +97,7 @@ class Pacer:
     def __init__(
         self,
         *,
-        pause: Optional[Pause] = None,
+        pause: Optional[float] = None,
         idle: Optional[float] = None,
         warm_up: Optional[int] = None,
     ) -> None:
@@ -119,7 +115,7 @@ class Pacer:
         """Seconds the next read would wait (0: at once)."""
         if self._quick < self.warm_up or self._full:
             return 0.0
-        pause = self.pause() if callable(self.pause) else self.pause
+        pause = self.pause
         if self._rate:
             pause = min(pause, self._room / 4 / self._rate)
         return pause if pause >= MIN_PAUSE else 0.0

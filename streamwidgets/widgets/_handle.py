@@ -21,7 +21,6 @@ from ..core._events import ErrorEvent
 from ..core._redact import scrub
 from ..core._state import StreamState
 from ..net._pipeline import Notify, PathLike, Stream
-from ..net._reads import PAUSE, UNWATCHED_PAUSE
 from ..net._request import StreamRequest
 from ..net._sources import Live, Source
 from ..net._tool_runner import ToolLoop
@@ -65,13 +64,7 @@ class StreamHandle:
                 raise ValueError("confirm=True shows Run / Skip buttons, so it needs a view: use show() in a notebook")
             loop = replace(loop, confirm=view.confirm)
         self.stream = stream = Stream(
-            source,
-            notify=self._notify,
-            record=record,
-            parts=parts,
-            badge_shown=view is not None,
-            tools=loop,
-            pause=self._read_pause if view is not None else PAUSE,
+            source, notify=self._notify, record=record, parts=parts, badge_shown=view is not None, tools=loop
         )
         self._view = view
         self._scheduler = scheduler
@@ -194,14 +187,6 @@ class StreamHandle:
         name = f"streamwidgets {self.state.model or ''}".strip()
         self._task = loop.create_task(self._run(), name=name)
         _RUNNING.setdefault(loop, set()).add(self)
-
-    def _read_pause(self) -> float:
-        """How long a network read may wait while the answer flows: no less than the view's
-        frame rate allows, no more than its frames are apart now (a fast stream's frames are
-        about half a second apart: reading 20 times a second would feed frames nobody sees),
-        and never more than a stream nobody watches waits."""
-        assert self._view is not None and self._scheduler is not None
-        return min(max(self._scheduler.interval(self._view), PAUSE), UNWATCHED_PAUSE)
 
     def _notify(self) -> None:
         if self._view is not None:

@@ -224,15 +224,8 @@ class FrameScheduler:
         turn = self._turns.get(view)
         if turn is None:
             return float("-inf")
-        return turn.drawn_at + self.interval(view)
-
-    def interval(self, view: Drawable) -> float:
-        """Seconds between the view's ordinary frames now: its frame rate, or longer while its
-        frames cost much besides the answer text (a fast stream is drawn about twice a second)."""
-        turn = self._turns.get(view)
         pace = view.pace
-        overhead = turn.overhead if turn is not None else 0
-        return max(pace.frame_interval, overhead / pace.overhead_bytes_per_second)
+        return turn.drawn_at + max(pace.frame_interval, turn.overhead / pace.overhead_bytes_per_second)
 
     def tick_at(self, view: Drawable) -> Optional[float]:
         """When the view's header clock next needs a frame, or None once its stream ended."""

@@ -117,35 +117,6 @@ def test_a_slow_stream_gets_many_frames_and_a_fast_one_pays_for_few(monkeypatch)
     assert overhead <= fast_seconds * (fast.pace.overhead_bytes_per_second + 650 * 10 + 2500) + 20_000
 
 
-def test_a_views_reads_wait_no_longer_than_its_frames_are_apart(monkeypatch):
-    """The pause a view's stream gives its network reads (`Stream.pause`, asked before each
-    read): the frame rate's 50 ms for a slow stream, longer when a fast one's frames are far
-    apart (reading 20 times a second would feed frames nobody sees), never more than 0.2 s."""
-    Wire().install(monkeypatch)
-
-    async def main(rate: float, n: int) -> tuple[list[float], list[float]]:
-        view = CountingView(model="m", max_fps=20, clock=time.monotonic)
-        scheduler = scheduler_for()
-        handle = StreamHandle(Played(tokens(n), delay=1 / rate), view=view, scheduler=scheduler)
-        pause = handle.stream.pause
-        assert callable(pause)
-        pauses, intervals = [], []
-        while not handle.done:
-            await asyncio.sleep(0.05)
-            pauses.append(pause())
-            intervals.append(scheduler.interval(view))
-        await handle
-        return pauses, intervals
-
-    slow, _ = run_virtual(monkeypatch, main(20, 60))
-    # mostly the frame rate's; longer only just after a frame that sent a new paragraph's widget
-    assert slow.count(0.05) > len(slow) / 2 and max(slow) <= 0.2
-    fast, intervals = run_virtual(monkeypatch, main(2000, 6000))
-    assert sum(fast) / len(fast) > 2 * sum(slow) / len(slow)  # the fast stream's frames are far apart
-    assert max(fast) <= 0.2
-    assert all(p == min(max(i, 0.05), 0.2) for p, i in zip(fast, intervals, strict=True))
-
-
 def test_the_header_and_usage_wait_for_their_slow_rate_and_news_is_drawn_at_once(monkeypatch):
     """The scheduler alone decides when: the answer every frame, the header and usage at the slow
     rate — but a new phase (the first token, the end) and a retry's countdown at once."""
