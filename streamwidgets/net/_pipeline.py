@@ -32,7 +32,7 @@ import anyio.lowlevel
 from ..core._events import Event, Problem
 from ..core._feed import Feed, Item, StreamBroke, slices
 from ..core._state import StreamState
-from ._reads import PAUSE
+from ._reads import PAUSE, Pause
 from ._recording import Recorder
 from ._sources import TOOL_STEP_BREAK, Live, Source
 from ._tool_runner import ToolLoop, run_calls
@@ -86,7 +86,7 @@ class Stream:
         parts: int = 1,
         badge_shown: bool = False,
         tools: Optional[ToolLoop] = None,
-        pause: float = PAUSE,
+        pause: Pause = PAUSE,
     ) -> None:
         if parts < 1:
             raise ValueError("parts is how many parts an answer may have in all: 1 or more")
@@ -216,7 +216,7 @@ async def pump(
     record: Optional[PathLike] = None,
     part: int = 1,
     badge_shown: bool = False,
-    pause: float = PAUSE,
+    pause: Pause = PAUSE,
 ) -> AsyncGenerator[Sequence[Event], None]:
     """Stream one part of an answer from `source` into `state`, yielding each batch of events.
 

@@ -19,7 +19,11 @@ the events, and neither bounds the bytes:
   again. A pause only ever delays bytes that arrived right after the previous read. A sink that
   nobody watches (`arun()`, `run()` with no `notify`) wants only the end, and takes
   `UNWATCHED_PAUSE` instead: a quarter of the wake-ups, the same bytes; a cancel or the deadline
-  still ends any pause at once.
+  still ends any pause at once. A view's reads follow its frames (`Pause` may be a function,
+  asked before each pause): a fast answer is drawn a few times a second (each frame costs more
+  than the text it carries, `widgets._scheduler.Pace`), and reads between two frames are wake-ups
+  that nobody sees, so the view's pause lasts until just before its next frame, from `PAUSE` to
+  `UNWATCHED_PAUSE`.
 - **Merging the chunks of a read** (`core._chunked.Reframer`): h11 gets the chunks of each read
   as one, so it, httpcore, httpx and the feed do one step per read.
 
@@ -55,6 +59,7 @@ import httpx
 from ..core._chunked import Reframer
 
 __all__ = [
+    "Pause",
     "PAUSE",
     "UNWATCHED_PAUSE",
     "IDLE",
@@ -84,6 +89,9 @@ ROOM = 64 * 1024
 #: this much less, so that what h11 gets is never more than httpcore asked for.
 _FRAMING = 16
 
+#: How long a read may wait while the stream flows: seconds, or a function that says so before each pause.
+Pause = Union[float, Callable[[], float]]
+
 SocketOption = Union[tuple[int, int, int], tuple[int, int, Union[bytes, bytearray]], tuple[int, int, None, int]]
 
 
@@ -97,7 +105,7 @@ class Pacer:
     def __init__(
         self,
         *,
-        pause: Optional[float] = None,
+        pause: Optional[Pause] = None,
         idle: Optional[float] = None,
         warm_up: Optional[int] = None,
     ) -> None:
@@ -115,7 +123,7 @@ class Pacer:
         """Seconds the next read would wait (0: at once)."""
         if self._quick < self.warm_up or self._full:
             return 0.0
-        pause = self.pause
+        pause = self.pause() if callable(self.pause) else self.pause
         if self._rate:
             pause = min(pause, self._room / 4 / self._rate)
         return pause if pause >= MIN_PAUSE else 0.0

@@ -29,7 +29,7 @@ from ..core._recordings import RECORDING_ENDED, PathLike, Recording, as_recordin
 from ..core._redact import Redactor
 from ..core._state import Origin, StreamState
 from ..core.dialects import Normalizer
-from ._reads import PAUSE
+from ._reads import PAUSE, Pause
 from ._recording import Recorder, paced, timed_items
 from ._request import Prompt, StreamRequest, make_request
 from ._retry import RetryPolicy, retrying
@@ -106,7 +106,7 @@ class Source:
         bytes; None when it has no key."""
         return None
 
-    def items(self, feed: Feed, recorder: Optional[Recorder], pause: float = PAUSE) -> AsyncIterator[Item]:
+    def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
         """What the feed loop reads: bytes, or events. `pause` bounds how often a network read
         wakes while the stream flows (`net._reads.Pacer`): a source with no network ignores it."""
         raise NotImplementedError
@@ -196,7 +196,7 @@ class Live(Source):
     def redactor(self) -> Optional[Redactor]:
         return self.request.redactor or None
 
-    async def items(self, feed: Feed, recorder: Optional[Recorder], pause: float = PAUSE) -> AsyncIterator[Item]:
+    async def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
         request = self.request
         if request.local and request.base_url is None:
             try:
@@ -274,7 +274,7 @@ class Replay(Source):
         state.provider = state.provider or labels.provider or "replay"
         state.origin = state.origin or "replay"
 
-    def items(self, feed: Feed, recorder: Optional[Recorder], pause: float = PAUSE) -> AsyncIterator[Item]:
+    def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
         what: Union[Recording, bytes] = self.recording if self.recording is not None else (self.body or b"")
         _, items = timed_items(what, self.tokens_per_second)
         return paced(items, self.speed)
@@ -320,7 +320,7 @@ class Sdk(Source):
         state.provider = state.provider or self.provider or sdk_provider(self.stream)
         state.origin = state.origin or "sdk"
 
-    async def items(self, feed: Feed, recorder: Optional[Recorder], pause: float = PAUSE) -> AsyncIterator[Item]:
+    async def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
         async for data in sdk_items(self.stream):
             yield data
         # The SDKs swallow chat's `data: [DONE]`: a chat stream the SDK finished after a finish

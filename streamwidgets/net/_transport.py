@@ -38,7 +38,7 @@ from ..core._redact import Redactor
 from ..core._sse import is_event_stream
 from ..core.dialects import WHOLE_BODY_LIMIT, Normalizer
 from ._decode import UndecodableBody, decoded
-from ._reads import PAUSE, GulpBackend, gulps
+from ._reads import PAUSE, GulpBackend, Pause, gulps
 from ._request import StreamRequest
 from ._retry import wait_hint
 
@@ -298,7 +298,7 @@ async def response_items(
     request: StreamRequest,
     normalizer: Normalizer,
     recorder: Optional[Recorder],
-    pause: float = PAUSE,
+    pause: Pause = PAUSE,
 ) -> AsyncGenerator[Item, None]:
     """The body's bytes per network read (paced by `pause`, `_reads.Pacer`), or the events that
     stand for a failed request; raise `StreamBroke` when the stream breaks."""

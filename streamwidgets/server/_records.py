@@ -83,7 +83,9 @@ class Registry:
     def progress(self, record_id: int, *, data: int, tokens: int) -> None:
         with self._changed:
             record = self._by_id.get(record_id)
-            if record is not None:
+            # A write that was under way when the client left is not part of the stream: the
+            # record ended with the disconnect, and its counts with it.
+            if record is not None and record.outcome == "open":
                 record.bytes_sent += data
                 record.tokens_sent += tokens
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import weakref
 from collections.abc import Callable, Generator
@@ -21,6 +22,7 @@ from ..core._events import ErrorEvent
 from ..core._redact import scrub
 from ..core._state import StreamState
 from ..net._pipeline import Notify, PathLike, Stream
+from ..net._reads import PAUSE, UNWATCHED_PAUSE
 from ..net._request import StreamRequest
 from ..net._sources import Live, Source
 from ..net._tool_runner import ToolLoop
@@ -34,6 +36,10 @@ logger = logging.getLogger("streamwidgets")
 
 #: Running handles per event loop: the strong references that keep background tasks alive, and
 #: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
+#: Seconds before the view's next frame that its stream's next read ends its pause: a read and
+#: its events take about a millisecond, and the frame must find them there.
+READ_AHEAD = 0.005
+
 _RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
 
 
@@ -64,7 +70,13 @@ class StreamHandle:
                 raise ValueError("confirm=True shows Run / Skip buttons, so it needs a view: use show() in a notebook")
             loop = replace(loop, confirm=view.confirm)
         self.stream = stream = Stream(
-            source, notify=self._notify, record=record, parts=parts, badge_shown=view is not None, tools=loop
+            source,
+            notify=self._notify,
+            record=record,
+            parts=parts,
+            badge_shown=view is not None,
+            tools=loop,
+            pause=self._pause,
         )
         self._view = view
         self._scheduler = scheduler
@@ -187,6 +199,19 @@ class StreamHandle:
         name = f"streamwidgets {self.state.model or ''}".strip()
         self._task = loop.create_task(self._run(), name=name)
         _RUNNING.setdefault(loop, set()).add(self)
+
+    def _pause(self) -> float:
+        """How long a network read waits while the answer flows: until just before the view's
+        next frame could show it, at least `PAUSE`; a frame further away than `UNWATCHED_PAUSE`
+        is reached in equal pauses no longer than that, the last one ending just before it
+        (`net._reads`)."""
+        if self._view is None:
+            return PAUSE
+        assert self._scheduler is not None
+        ahead = self._scheduler.next_frame_in(self._view) - READ_AHEAD
+        if ahead <= PAUSE:
+            return PAUSE
+        return ahead / math.ceil(ahead / UNWATCHED_PAUSE)
 
     def _notify(self) -> None:
         if self._view is not None:

@@ -105,6 +105,12 @@ class _Turn:
     slow_at: float = float("-inf")
 
 
+def _interval(view: Drawable, turn: _Turn) -> float:
+    """Seconds from the view's last frame to its next ordinary one."""
+    pace = view.pace
+    return max(pace.frame_interval, turn.overhead / pace.overhead_bytes_per_second)
+
+
 class FrameScheduler:
     """Draws views on one event loop within `max_messages_per_second` comm messages.
 
@@ -224,8 +230,22 @@ class FrameScheduler:
         turn = self._turns.get(view)
         if turn is None:
             return float("-inf")
-        pace = view.pace
-        return turn.drawn_at + max(pace.frame_interval, turn.overhead / pace.overhead_bytes_per_second)
+        return turn.drawn_at + _interval(view, turn)
+
+    def next_frame_in(self, view: Drawable) -> float:
+        """Seconds until a frame could show what the view's stream reads from now on: its next
+        frame, or the one after it when the next one waits to show what was already read (one
+        frame interval later, as its last frame set it). The view's reads wait until then
+        (`StreamHandle`): reads in between are wake-ups that nobody sees."""
+        turn = self._turns.get(view)
+        if turn is None:
+            return 0.0
+        now = self._clock()
+        interval = _interval(view, turn)
+        at = max(turn.drawn_at + interval, now)
+        if view in self._pending or view in self._urgent:
+            at += interval
+        return at - now
 
     def tick_at(self, view: Drawable) -> Optional[float]:
         """When the view's header clock next needs a frame, or None once its stream ended."""

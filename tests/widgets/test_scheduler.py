@@ -19,7 +19,7 @@ from widget_harness import Played, Wire
 from streamwidgets.core._events import Heartbeat, Terminator, TextDelta
 from streamwidgets.core._state import RetryNote, StreamState
 from streamwidgets.widgets import FrameScheduler, StreamHandle, StreamView, scheduler_for
-from streamwidgets.widgets._traffic import Cost
+from streamwidgets.widgets._traffic import ENVELOPE_BYTES, Cost
 
 
 class CountingView(StreamView):
@@ -227,3 +227,48 @@ def test_one_scheduler_per_loop():
     assert asyncio.run(get()) is not first
     with pytest.raises(ValueError):
         FrameScheduler(asyncio.new_event_loop(), max_messages_per_second=10, burst=10)
+
+
+class _Still:
+    """A drawable whose frames cost what the test says, on a clock the test moves."""
+
+    def __init__(self, overhead: int = 0) -> None:
+        from streamwidgets.widgets._scheduler import Pace
+
+        self.pace = Pace(max_fps=20, overhead_bytes_per_second=5_000)
+        self.dirty = False
+        self.news = False
+        self.live = True
+        self.overhead = overhead
+
+    def draw(self, now: float, *, final: bool = False) -> Cost:
+        self.dirty = False
+        return Cost(messages=1, bytes=self.overhead + ENVELOPE_BYTES)
+
+    def draw_slow(self, now: float, *, final: bool = False) -> Cost:
+        return Cost()
+
+
+def test_a_views_reads_wait_for_the_frame_that_can_show_them():
+    """`next_frame_in`: what a read brings now shows at the view's next frame; once that frame
+    waits to show what was read before, at the one after it (one frame interval later)."""
+
+    async def main() -> list[float]:
+        now = [100.0]
+        scheduler = FrameScheduler(asyncio.get_running_loop(), clock=lambda: now[0])
+        view = _Still(overhead=2_500)  # its frames are 2,500 / 5,000 = 0.5 s apart, not 1/20 s
+        seen = [scheduler.next_frame_in(view)]  # never drawn: a read now is drawn at once
+        view.dirty = True
+        scheduler.notify(view)  # drawn at once
+        seen.append(scheduler.next_frame_in(view))
+        now[0] += 0.1
+        view.dirty = True
+        scheduler.notify(view)  # waits for its turn, 0.4 s from now: the next read is for the frame after
+        seen.append(scheduler.next_frame_in(view))
+        scheduler.remove(view)
+        return seen
+
+    seen = asyncio.run(main())
+    assert seen[0] == 0.0
+    assert seen[1] == pytest.approx(0.5)
+    assert seen[2] == pytest.approx(0.4 + 0.5)
