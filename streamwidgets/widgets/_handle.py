@@ -34,12 +34,12 @@ __all__ = ["StreamHandle", "cancel_all", "running"]
 
 logger = logging.getLogger("streamwidgets")
 
-#: Running handles per event loop: the strong references that keep background tasks alive, and
-#: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
 #: Seconds before the view's next frame that its stream's next read ends its pause: a read and
 #: its events take about a millisecond, and the frame must find them there.
 READ_AHEAD = 0.005
 
+#: Running handles per event loop: the strong references that keep background tasks alive, and
+#: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
 _RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
 
 

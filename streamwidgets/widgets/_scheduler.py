@@ -241,10 +241,9 @@ class FrameScheduler:
         if turn is None:
             return 0.0
         now = self._clock()
-        interval = _interval(view, turn)
-        at = max(turn.drawn_at + interval, now)
+        at = max(self.ready_at(view), now)
         if view in self._pending or view in self._urgent:
-            at += interval
+            at += _interval(view, turn)
         return at - now
 
     def tick_at(self, view: Drawable) -> Optional[float]:

@@ -19,6 +19,7 @@ from widget_harness import Played, Wire
 from streamwidgets.core._events import Heartbeat, Terminator, TextDelta
 from streamwidgets.core._state import RetryNote, StreamState
 from streamwidgets.widgets import FrameScheduler, StreamHandle, StreamView, scheduler_for
+from streamwidgets.widgets._scheduler import Pace
 from streamwidgets.widgets._traffic import ENVELOPE_BYTES, Cost
 
 
@@ -233,8 +234,6 @@ class _Still:
     """A drawable whose frames cost what the test says, on a clock the test moves."""
 
     def __init__(self, overhead: int = 0) -> None:
-        from streamwidgets.widgets._scheduler import Pace
-
         self.pace = Pace(max_fps=20, overhead_bytes_per_second=5_000)
         self.dirty = False
         self.news = False
