@@ -71,10 +71,11 @@ class Stream:
     the stream stops and says so. Each step is a part: the view shows them in one timeline, the
     usage adds up over them, and the class log and `record=` take every one.
 
-    `pause` is the longest a network read waits while the answer flows (`net._reads.Pacer`): a
-    view's frame pace (`PAUSE`), or `UNWATCHED_PAUSE` for a sink that only wants the end — fewer
-    wake-ups, the same bytes (a pause never lets the socket's buffer fill), and a cancel or the
-    deadline still ends one at once.
+    `pause` is the longest a network read waits while the answer flows (`net._reads.Pacer`):
+    `PAUSE`; a function, asked before each pause (a view's handle waits until just before its
+    next frame); or `UNWATCHED_PAUSE` for a sink that only wants the end — fewer wake-ups, the
+    same bytes (a pause never lets the socket's buffer fill), and a cancel or the deadline still
+    ends one at once.
     """
 
     def __init__(
