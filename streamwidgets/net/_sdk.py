@@ -7,14 +7,18 @@ give the same `StreamState`. The SDKs' stream helpers (`client.chat.completions.
 each wire event (a chat chunk) or add events of their own (`content.delta`, `text`, ...), which
 are unwrapped or skipped. Sync SDK streams are read in a worker thread, so the kernel's loop
 stays free; the SDK stream is closed, and with it its connection, as soon as the answer is
-complete (its terminator), the stream fails, or Cancel is pressed.
+complete (its terminator), the stream fails, or Cancel is pressed. A sync stream cancelled while
+its worker waits in a read is shut down at its socket first: closing a socket does not wake a
+read that another thread is blocked in, so a stalled stream would otherwise keep its connection
+(and the thread) until the provider sent another byte.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from typing import Any
 
 import anyio
@@ -83,13 +87,29 @@ async def _items(stream: Any) -> AsyncIterator[bytes]:
             return
         iterator = iter(stream)
         while True:
-            item = await anyio.to_thread.run_sync(next, iterator, _END, abandon_on_cancel=True)
+            try:
+                item = await anyio.to_thread.run_sync(next, iterator, _END, abandon_on_cancel=True)
+            except BaseException:  # a cancel leaves the worker blocked in its read: wake it
+                _shut_down(stream)
+                raise
             if item is _END:
                 return
             if data := sdk_event_bytes(item):
                 yield data
     finally:
         await _close(getattr(stream, "close", None))
+
+
+def _shut_down(stream: Any) -> None:
+    """Shut down the socket under a sync SDK stream, so that a read blocked on it returns."""
+    # The SDKs' streams hold their HTTP response as `response`; openai's helpers only as
+    # `_response`. The socket comes from the response's `network_stream` extension.
+    response = getattr(stream, "response", None) or getattr(stream, "_response", None)
+    network = getattr(response, "extensions", {}).get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if isinstance(sock, socket.socket):
+        with suppress(OSError):  # already closed by the peer
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def sdk_error(exc: Exception) -> ErrorEvent:

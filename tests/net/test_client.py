@@ -515,6 +515,33 @@ def test_sync_sdk_stream_cancel_closes_it(demo_server):
     assert record is not None and record.outcome == "client_disconnected"
 
 
+@pytest.mark.parametrize("kind", ["openai", "openai-helper", "anthropic"])
+def test_a_sync_sdk_stream_cancelled_in_a_stall_closes_its_connection(demo_server, kind):
+    # The worker thread is blocked in a read that no byte will end: closing the socket from the
+    # loop does not wake it, so the stream must be shut down at its socket.
+    pace = {"demo": {"tokens_per_second": 400, "first_token_delay": 0}}  # the stall starts at once
+    before = len(demo_server.connections)
+    if kind == "anthropic":
+        anthropic = pytest.importorskip("anthropic")
+        client = anthropic.Anthropic(base_url=demo_server.url, api_key=SENTINEL, max_retries=0)
+        stream = client.messages.create(
+            model="demo-stall", max_tokens=64, stream=True, extra_body=pace, messages=[{"role": "user", "content": "x"}]
+        )
+    else:
+        openai = pytest.importorskip("openai")
+        client = openai.OpenAI(base_url=demo_server.base_url, api_key=SENTINEL, max_retries=0)
+        kwargs = {"model": "demo-stall", "messages": [{"role": "user", "content": "x"}], "extra_body": pace}
+        if kind == "openai":
+            stream = client.chat.completions.create(stream=True, **kwargs)
+        else:
+            stream = client.chat.completions.stream(**kwargs).__enter__()
+    state = run(sw.sdk(stream), deadline=0.5)
+    record = demo_server.wait_for_disconnect(timeout=2.0, after=before)
+    client.close()
+    assert state.status == "incomplete" and state.text and "deadline" in state.message
+    assert record is not None and record.outcome == "client_disconnected"
+
+
 def test_http_error_body_shapes():
     from streamwidgets.core._errors import error_from_http
 
