@@ -12,7 +12,10 @@ kernel process's CPU (utime + stime from /proc, all its threads) before and afte
 against the server's log (one monotonic clock): the last widget message after the server's last
 byte, and the time to first token — the first comm message carrying answer text after the
 server sent the first token. Contenders alternate within each repetition; figures are medians
-over `--runs` repetitions, with the 1-minute load average of those runs beside them.
+over `--runs` repetitions, with the 1-minute load average of those runs beside them. Before the
+first repetition each kernel streams 300 tokens of every kind of contender once, untimed (what
+a kernel pays once, on its first stream: imports, Pygments compiling its lexers, the TLS context,
+the view's stylesheet), and prints that first stream's CPU.
 
 Rows: the client alone (no view), streamwidgets' `show()`, the baseline a user would write (an
 `ipywidgets.HTML` set to a full markdown-it render of the whole answer at most every 50 ms), and
@@ -140,6 +143,7 @@ class Kernel:
     manager: KernelManager
     client: Any
     log: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    warm: dict[str, float] = field(default_factory=dict)  # view -> kernel CPU of its untimed first stream
 
     @property
     def pid(self) -> int:
@@ -468,6 +472,8 @@ def repeat(
     """Every case once per repetition, alternating: side by side in one session. Panel takes
     minutes per run, so it runs only in the first `panel_runs` repetitions."""
     results: list[list[Run]] = [[] for _ in cases]
+    for case in cases:
+        warm_up(kernels[case.kernel], case, servers)
     for repetition in range(runs):
         for i, case in enumerate(cases):
             if case.view == "panel" and repetition >= panel_runs:
@@ -475,6 +481,17 @@ def repeat(
             results[i].append(stream_run(kernels[case.kernel], case, servers))
             print(".", end="", flush=True, file=sys.stderr)
     return results
+
+
+def warm_up(kernel: Kernel, case: Case, servers: dict[str, Any]) -> None:
+    """A kernel's first stream of each kind, 300 tokens, untimed: what a kernel pays once — the
+    imports a first stream makes, Pygments compiling its lexers' rules, the TLS context, the
+    view's stylesheet — is not a cost per stream. It is printed, as the first stream's figure."""
+    if case.view in kernel.warm or case.view == "panel":
+        return
+    run = stream_run(kernel, Case(case.view, case.source, 300, 1000, text=case.text, kernel=case.kernel), servers)
+    kernel.warm[case.view] = run.cpu
+    print(f"[{case.kernel} kernel: its first {case.label}, 300 tokens untimed: {run.cpu:.2f} s]", file=sys.stderr)
 
 
 def panel_python() -> str:

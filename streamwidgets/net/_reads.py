@@ -85,6 +85,12 @@ WARM_UP = 8
 MIN_PAUSE = 0.002
 #: What a receive buffer is taken to hold when its socket cannot be asked.
 ROOM = 64 * 1024
+#: The receive buffer every connection's socket asks for (`SO_RCVBUF`; Linux doubles it, up to
+#: twice `net.core.rmem_max`). A paced read waits at most until a quarter of what the buffer
+#: holds has come; at a system's default (128 KiB, and it grows only for a reader that keeps up)
+#: a fast stream of one small event per TCP segment fills that quarter in ~0.1 s, so a view
+#: that draws twice a second was woken ten times a second to read.
+RECEIVE_BUFFER = 1024 * 1024
 #: Bytes a merged chunk's framing can add to a read (`%x\r\n` and `\r\n`): each read asks for
 #: this much less, so that what h11 gets is never more than httpcore asked for.
 _FRAMING = 16
@@ -233,7 +239,8 @@ class GulpBackend(httpcore.AsyncNetworkBackend):
         local_address: Optional[str] = None,
         socket_options: Optional[Iterable[SocketOption]] = None,
     ) -> GulpStream:
-        return GulpStream(await self._backend.connect_tcp(host, port, timeout, local_address, socket_options))
+        options = [(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER), *(socket_options or ())]  # the caller's last
+        return GulpStream(await self._backend.connect_tcp(host, port, timeout, local_address, options))
 
     async def connect_unix_socket(
         self, path: str, timeout: Optional[float] = None, socket_options: Optional[Iterable[SocketOption]] = None

@@ -102,6 +102,45 @@ def test_one_read_of_many_chunks_reaches_h11_as_one() -> None:
     assert through_h11(out)[0][1] == b"".join(EVENTS)
 
 
+CRLF_EVENTS = [b'data: {"n": %d}\r\n\r\n' % i for i in range(300)]  # SSE may end its lines with CRLF
+
+
+@pytest.mark.parametrize(
+    "payloads",
+    [
+        CRLF_EVENTS,  # every chunk's data holds CRLFs: the split pieces prove nothing, chunk by chunk it is
+        [*EVENTS[:50], b"a\r\nb", *EVENTS[50:100]],  # one chunk among many holds one
+        [b"3\r\nabc", *EVENTS[:20]],  # its data looks like a chunk of its own
+        [b"\r\n", b"x\r\n\r\n", *EVENTS[:20]],  # data that is only CRLFs
+    ],
+    ids=["crlf-lines", "one-crlf", "chunk-lookalike", "only-crlf"],
+)
+def test_data_holding_crlf_is_read_by_its_sizes(payloads: list[bytes]) -> None:
+    rng = random.Random(2)
+    raw = HEAD + chunked(*payloads)
+    for reads in ([raw], *(cut(raw, rng) for _ in range(20))):
+        frames = same_as_h11(raw, reads)
+        assert not frames.passing
+    assert through_h11(reframed([raw])[0])[0][1] == b"".join(payloads)
+
+
+def test_a_read_is_split_at_its_crlfs_once_at_most(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks the split cannot take (an extension on every one) are read one by one, and the
+    rest of the read is not split again after each: that would be quadratic in the read."""
+    splits = []
+    split = Dechunker._split_chunks
+
+    def counted(data: bytes, i: int, out: list[bytes]) -> int:
+        splits.append(i)
+        return split(data, i, out)
+
+    monkeypatch.setattr(Dechunker, "_split_chunks", staticmethod(counted))
+    body = b"".join(b"%x;e=1\r\n%s\r\n" % (len(p), p) for p in EVENTS) + b"0\r\n\r\n"
+    payload, used = Dechunker().feed(body)
+    assert (payload, used) == (b"".join(EVENTS), len(body))
+    assert splits == [0]
+
+
 def test_chunk_extensions_are_dropped_as_h11_drops_them() -> None:
     raw = HEAD + b'5;name=value\r\nhello\r\n6;a;b="q s" \r\n world\r\n0;last\r\n\r\n'
     for at in range(1, len(raw)):

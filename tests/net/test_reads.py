@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import anyio
@@ -32,7 +33,7 @@ import pytest
 from streamwidgets import arun, make_request
 from streamwidgets.core._state import StreamState
 from streamwidgets.net import Stream, as_source
-from streamwidgets.net._reads import GulpStream, Pacer, gulps
+from streamwidgets.net._reads import RECEIVE_BUFFER, GulpStream, Pacer, gulps
 from streamwidgets.net._transport import environment_proxies, gulp_client
 
 
@@ -189,6 +190,36 @@ def test_each_read_is_one_chunk_however_many_events_it_brought(server):
     asyncio.run(read_body(server.url, reads, arrivals))
     assert len(arrivals) <= len([data for _, data in reads if data]), (len(arrivals), len(reads))
     assert max(data.count(b"data: ") for _, data in arrivals) > 10
+
+
+@pytest.mark.parametrize("theirs", [None, 200_000], ids=["ours", "the-callers"])
+def test_every_connection_asks_for_a_large_receive_buffer_and_the_callers_option_wins(server, theirs):
+    """A paced read waits at most until a quarter of the socket's receive buffer fills: the
+    buffer a connection asks for bounds how seldom a fast stream is read. A caller's own
+    `SO_RCVBUF` (a backend's socket options) comes after ours and is the one that holds."""
+    server.expect(Script([*flowing(20, every=0.0005), (0, DONE)]))
+    options = None if theirs is None else [(socket.SOL_SOCKET, socket.SO_RCVBUF, theirs)]
+
+    class Options(httpcore.AnyIOBackend):
+        async def connect_tcp(
+            self, host: str, port: int, timeout: Any = None, local_address: Any = None, socket_options: Any = None
+        ) -> httpcore.AsyncNetworkStream:
+            given = [*(socket_options or ()), *(options or ())]
+            return await super().connect_tcp(host, port, timeout, local_address, given)
+
+    async def main() -> int:
+        async with (
+            gulp_client(network_backend=Options()) as http,
+            http.stream("POST", server.url + "/chat/completions", json={}) as response,
+        ):
+            sock = response.extensions["network_stream"].get_extra_info("socket")
+            size = int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+            await response.aread()
+            return size
+
+    size = asyncio.run(main())
+    limit = 2 * int(Path("/proc/sys/net/core/rmem_max").read_text())  # Linux doubles what is asked, up to this
+    assert size == min(2 * (theirs or RECEIVE_BUFFER), limit)
 
 
 def test_a_read_that_filled_its_buffer_is_followed_by_another_at_once():
