@@ -11,7 +11,9 @@ the events, and neither bounds the bytes:
   them all. A pause never lets that buffer fill — a full buffer stops the sender (TCP's flow
   control), and the pause would then cap the bytes, not the wake-ups: the pacer measures how fast
   the bytes come and shortens the pause to what fills a quarter of the buffer (its size is the
-  socket's `SO_RCVBUF`, asked after every read, since the kernel grows it). A read that filled
+  socket's `SO_RCVBUF`, asked after every read, since the kernel grows it; at the first pause
+  the socket asks for `RECEIVE_BUFFER`, or a system's default would keep a fast stream's reads
+  ~0.1 s apart). A read that filled
   its own buffer is followed by the next one at once. So a slow stream is read ~20 times a
   second and a fast one as fast as it comes, in reads of tens of kilobytes. The first token is
   never held back: after an idle spell (a read that waited longer than `IDLE`: the wait for the
@@ -85,11 +87,12 @@ WARM_UP = 8
 MIN_PAUSE = 0.002
 #: What a receive buffer is taken to hold when its socket cannot be asked.
 ROOM = 64 * 1024
-#: The receive buffer every connection's socket asks for (`SO_RCVBUF`; Linux doubles it, up to
-#: twice `net.core.rmem_max`). A paced read waits at most until a quarter of what the buffer
-#: holds has come; at a system's default (128 KiB, and it grows only for a reader that keeps up)
-#: a fast stream of one small event per TCP segment fills that quarter in ~0.1 s, so a view
-#: that draws twice a second was woken ten times a second to read.
+#: The receive buffer a connection's socket asks for once its stream flows (`SO_RCVBUF`, at the
+#: first pause; Linux doubles it, up to twice `net.core.rmem_max`). A paced read waits at most
+#: until a quarter of what the buffer holds has come; at a system's default (128 KiB, grown only
+#: for a reader that keeps up) a fast stream of one small event per TCP segment fills that
+#: quarter in ~0.1 s, so a view that draws twice a second was woken ten times a second to read.
+#: Not at connect: asked for there, it made the first token late now and then (p95 6 → 13 ms).
 RECEIVE_BUFFER = 1024 * 1024
 #: Bytes a merged chunk's framing can add to a read (`%x\r\n` and `\r\n`): each read asks for
 #: this much less, so that what h11 gets is never more than httpcore asked for.
@@ -167,6 +170,7 @@ class GulpStream(httpcore.AsyncNetworkStream):
         self._frames = Reframer()
         self._socket: Optional[socket.socket] = stream.get_extra_info("socket")
         self._ended = 0.0  # when the previous read ended
+        self._grown = False  # the receive buffer was asked to grow (`RECEIVE_BUFFER`)
         self.pacer: Optional[Pacer] = None
 
     async def read(self, max_bytes: int, timeout: Optional[float] = None) -> bytes:
@@ -174,6 +178,8 @@ class GulpStream(httpcore.AsyncNetworkStream):
         while True:
             pacer = self.pacer
             if pacer is not None:
+                if not self._grown and pacer.next_pause():
+                    self._grow()
                 await pacer.wait()
             started = self._clock()
             data = await self._stream.read(asked, timeout)
@@ -188,6 +194,18 @@ class GulpStream(httpcore.AsyncNetworkStream):
             if out:
                 return out
             # all of it was framing kept back (half a chunk-size line): an empty read would be the end
+
+    def _grow(self) -> None:
+        """The stream flows and its reads begin to pause: its socket asks for `RECEIVE_BUFFER`,
+        unless its buffer is that large already (a buffer is never made smaller)."""
+        self._grown = True
+        if self._socket is None:
+            return
+        try:
+            if self._socket.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) < 2 * RECEIVE_BUFFER:
+                self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+        except OSError:
+            pass  # a socket that will not say or grow is read as it is
 
     def _room(self) -> Optional[int]:
         """What the socket's receive buffer holds: half its `SO_RCVBUF` (the kernel counts its own
@@ -239,8 +257,7 @@ class GulpBackend(httpcore.AsyncNetworkBackend):
         local_address: Optional[str] = None,
         socket_options: Optional[Iterable[SocketOption]] = None,
     ) -> GulpStream:
-        options = [(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER), *(socket_options or ())]  # the caller's last
-        return GulpStream(await self._backend.connect_tcp(host, port, timeout, local_address, options))
+        return GulpStream(await self._backend.connect_tcp(host, port, timeout, local_address, socket_options))
 
     async def connect_unix_socket(
         self, path: str, timeout: Optional[float] = None, socket_options: Optional[Iterable[SocketOption]] = None
