@@ -123,7 +123,8 @@ def test_screen_readers_hear_each_phase_once_and_no_token(opener: Opener, jupyte
     assert words > 100
 
     heard = [lines for lines in map(_status_lines, snapshots)]
-    assert all(len(lines) == 1 for lines in heard), "one status region per view: " + snapshots[-1]
+    odd = next((i for i, lines in enumerate(heard) if len(lines) != 1), None)
+    assert odd is None, f"one status region per view, snapshot {odd} of {len(heard)}: {heard}\n" + snapshots[odd or 0]
     distinct = [lines[0] for i, lines in enumerate(heard) if i == 0 or lines != heard[i - 1]]
     assert distinct == ["answering", f"answer complete, {words} words"], distinct
     assert len(snapshots) > 10, "sampled while it streamed"
