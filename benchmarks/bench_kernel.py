@@ -143,7 +143,7 @@ class Kernel:
     manager: KernelManager
     client: Any
     log: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    warm: dict[str, float] = field(default_factory=dict)  # view -> kernel CPU of its untimed first stream
+    warm: set[str] = field(default_factory=set)  # the views whose untimed first stream it ran
 
     @property
     def pid(self) -> int:
@@ -490,7 +490,7 @@ def warm_up(kernel: Kernel, case: Case, servers: dict[str, Any]) -> None:
     if case.view in kernel.warm or case.view == "panel":
         return
     run = stream_run(kernel, Case(case.view, case.source, 300, 1000, text=case.text, kernel=case.kernel), servers)
-    kernel.warm[case.view] = run.cpu
+    kernel.warm.add(case.view)
     print(f"[{case.kernel} kernel: its first {case.label}, 300 tokens untimed: {run.cpu:.2f} s]", file=sys.stderr)
 
 
