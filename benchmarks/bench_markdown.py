@@ -324,7 +324,7 @@ def _demo_long_frames(per_update: int) -> list[str]:
     """The `demo-long` answer the kernel benchmark streams, cut at its own token pieces."""
     from streamwidgets.server._long import long_answer_tokens
 
-    pieces = long_answer_tokens("How does asyncio work?", 20_083, "1")
+    pieces = list(long_answer_tokens("How does asyncio work?", 20_083, "1"))
     text, ends, end = "".join(pieces), [], 0
     for i in range(0, len(pieces), per_update):
         end += sum(len(p) for p in pieces[i : i + per_update])

@@ -8,6 +8,7 @@ so code follows the light or dark theme, with fallbacks for front ends without t
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Optional
 
@@ -16,6 +17,8 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import Token as PygmentsToken
 from pygments.token import _TokenType
 from pygments.util import ClassNotFound
+
+from ._lexing import Resumable
 
 __all__ = [
     "highlight",
@@ -159,9 +162,18 @@ def highlight(code: str, lang: str, _attrs: str) -> str:
     if lexer is None:
         return ""
     spans = Spans()
-    for ttype, value in lexer.get_tokens(code):
+    for ttype, value in _tokens(lexer, code):
         spans.add(role(ttype), value)
     return spans.html()
+
+
+def _tokens(lexer: Lexer, code: str) -> Iterable[tuple[_TokenType, str]]:
+    """`lexer.get_tokens(code)`: by our own run of its loop where that is the same (it tries
+    fewer rules), else by Pygments. Pygments first drops a BOM and turns CRs into LFs."""
+    run = Resumable.of(lexer)
+    if run is None or "\r" in code or code.startswith("\ufeff"):
+        return lexer.get_tokens(code)
+    return ((ttype, value) for _, ttype, value in run.lex(code)[0])
 
 
 class Spans:

@@ -100,15 +100,23 @@ class Resumable:
         last newline are left to the next call by `stop`).
 
         The loop is Pygments' `RegexLexer.get_tokens_unprocessed`, line for line; only the start,
-        the stop and the probes are added.
+        the stop and the probes are added, and the rules that cannot match at `pos` because of
+        the character there are not tried (`_States`): the first rule in order that matches is
+        the same, with a fraction of the attempts.
         """
         lexer = self._lexer
         states = self._states
         statestack = list(stack)
         statetokens = states[statestack[-1]]
         tokens: list[LexToken] = []
+        end = len(text)
         while stop is None or pos < stop:
-            for rexmatch, action, new_state, probe in statetokens:
+            if pos < end:
+                code = ord(text[pos])
+                rules = statetokens[code if code < _OTHER else _OTHER]
+            else:
+                rules = statetokens[_END]
+            for rexmatch, action, new_state, probe in rules:
                 m = rexmatch(text, pos)
                 if probe is not None and hazards is not None and probe.reaches_end(text, pos):
                     hazards.append(Hazard(pos, rexmatch, m.regs if m else None, mark))
@@ -188,61 +196,138 @@ def recheck(hazards: Iterable[Hazard], text: str, settle: bool = True) -> tuple[
     return None, pending
 
 
-class _States(dict[str, tuple[_Rule, ...]]):
-    """A lexer's states (`RegexLexer._tokens`), each rule with its probe, made on first use."""
+# The parts of a parsed regex, as re's parser names them.
+_REPEATS = tuple(getattr(sre, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(sre, name))
+_ATOMIC = getattr(sre, "ATOMIC_GROUP", None)  # Python 3.11+
+_LOOKS = (sre.ASSERT, sre.ASSERT_NOT)
+
+#: A state's rules by the character they are tried at: `rules[ord(c)]` for an ASCII `c`,
+#: `rules[_OTHER]` for any other character, `rules[_END]` at the end of the text.
+_OTHER, _END = 128, 129
+_Dispatch = tuple[tuple[_Rule, ...], ...]
+
+
+class _States(dict[str, _Dispatch]):
+    """A lexer's states (`RegexLexer._tokens`), each rule with its probe, made on first use, and
+    kept by the character they are tried at: a rule whose regex cannot start with that character
+    (`_starts`) fails there at once, whatever follows, so leaving it out changes nothing."""
 
     def __init__(self, tokendefs: dict[str, list[tuple[Any, Any, Any]]]) -> None:
         super().__init__()
         self._tokendefs = tokendefs
 
-    def __missing__(self, state: str) -> tuple[_Rule, ...]:
-        rules: tuple[_Rule, ...] = tuple(
-            (match, action, new_state, _probe_of(match)) for match, action, new_state in self._tokendefs[state]
+    def __missing__(self, state: str) -> _Dispatch:
+        rules = [(match, action, new_state, _probe_of(match)) for match, action, new_state in self._tokendefs[state]]
+        starts = [(rule, _starts_of(rule[0])) for rule in rules]
+        by_char = tuple(
+            tuple(rule for rule, start in starts if start is None or code in start[0]) for code in range(_OTHER)
         )
-        self[state] = rules
-        return rules
+        other = tuple(rule for rule, start in starts if start is None or start[1])
+        dispatch = (*by_char, other, tuple(rules))
+        self[state] = dispatch
+        return dispatch
+
+
+# -------------------------------------------------------------------------------- first chars
+
+#: The ASCII characters, as one-character texts, to try a one-character regex on.
+_ASCII = tuple(chr(code) for code in range(_OTHER))
+_READS = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
+
+
+@cache
+def _starts_of(match: _Match) -> Optional[tuple[frozenset[int], bool]]:
+    """What a match of this rule's regex can start with: (the ASCII codes, whether any other
+    character), or None if it can match empty (or it is a regex this cannot read)."""
+    pattern: Any = getattr(match, "__self__", None)
+    try:
+        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+        codes, other, empty = _starts(parsed.data, parsed.state.flags | pattern.flags)
+    except Exception:
+        return None
+    return None if empty else (frozenset(codes), other)
+
+
+def _starts(items: Sequence[tuple[Any, Any]], flags: int) -> tuple[set[int], bool, bool]:
+    """The first characters of this part of a regex: (ASCII codes, any other character, whether
+    it can match empty). Zero-width parts (anchors, lookarounds) are passed over: what they
+    allow is a subset of what the part after them reads."""
+    codes: set[int] = set()
+    other = False
+    for op, av in items:
+        if op in _READS:
+            first, beyond = _reads(op, av, flags)
+            return codes | first, other or beyond, False
+        if op is sre.AT or op in _LOOKS:
+            continue
+        if op is sre.SUBPATTERN:
+            _group, add, remove, sub = av
+            first, beyond, empty = _starts(sub.data, (flags | add) & ~remove)
+        elif op is _ATOMIC:
+            first, beyond, empty = _starts(av.data, flags)
+        elif op in _REPEATS:
+            first, beyond, empty = _starts(av[2].data, flags)
+            empty = empty or av[0] == 0
+        elif op is sre.BRANCH:
+            parts = [_starts(alt.data, flags) for alt in av[1]]
+            first = set().union(*(part[0] for part in parts))
+            beyond = any(part[1] for part in parts)
+            empty = any(part[2] for part in parts)
+        else:  # a backreference, a conditional, anything new: it may match anything, or empty
+            return codes, True, True
+        codes |= first
+        other = other or beyond
+        if not empty:
+            return codes, other, False
+    return codes, other, True
+
+
+def _reads(op: Any, av: Any, flags: int) -> tuple[set[int], bool]:
+    """The characters one reading part of a regex matches: the ASCII ones, found by trying it on
+    each, and whether it may match any other (yes, unless it plainly cannot)."""
+    if op is sre.LITERAL and not flags & sre.SRE_FLAG_IGNORECASE:
+        return {av}, av >= _OTHER
+    state = sre_parse.State()
+    state.flags = flags
+    one = sre_compile.compile(sre_parse.SubPattern(state, [(op, av)]), flags).match
+    codes = {code for code, char in enumerate(_ASCII) if one(char)}
+    plain = op is sre.IN and all(
+        (kind is sre.LITERAL and value < _OTHER) or (kind is sre.RANGE and value[1] < _OTHER) for kind, value in av
+    )
+    return codes, not (plain and not flags & sre.SRE_FLAG_IGNORECASE)
 
 
 # ------------------------------------------------------------------------------------- probes
-
-_REPEATS = tuple(getattr(sre, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(sre, name))
-_ATOMIC = getattr(sre, "ATOMIC_GROUP", None)  # Python 3.11+
-_LOOKS = (sre.ASSERT, sre.ASSERT_NOT)
 
 
 class _Probe:
     """Tells whether an attempt of one rule reached the end of the text before it decided.
 
     By the regex's twin (made on first need); but first by what is plain from the regex itself:
-    a rule that reads at most `reach` characters cannot reach an end further away, one that
-    starts with the character `first` fails at once elsewhere, and so does one anchored at the
-    start of a line.
+    a rule that reads at most `reach` characters cannot reach an end further away, and one
+    anchored at the start of a line fails at once elsewhere. (A rule that cannot start with the
+    character at its position is never tried there: `_States`.)
     """
 
-    __slots__ = ("_anchored", "_first", "_parsed", "_pattern", "_reach", "_twin")
+    __slots__ = ("_anchored", "_parsed", "_pattern", "_reach", "_twin")
 
     def __init__(self, pattern: Any, parsed: Any) -> None:
         self._pattern = pattern
         self._parsed = parsed  # None: not a regex this can read; every attempt reaches the end
         self._twin: Optional[_Match] = None
         self._reach: Optional[int] = None
-        self._first: Optional[str] = None
         self._anchored = False
         if parsed is not None:
-            data, flags = parsed.data, parsed.state.flags | pattern.flags
+            data = parsed.data
             self._reach = _reach(data)
-            self._first = None if flags & sre.SRE_FLAG_IGNORECASE else _first_literal(data)
             self._anchored = bool(data) and data[0] in ((sre.AT, sre.AT_BEGINNING), (sre.AT, sre.AT_BEGINNING_STRING))
 
     def reaches_end(self, text: str, pos: int) -> bool:
         end = len(text)
         if self._reach is not None and pos + self._reach + 2 <= end:  # (`$` looks one further)
             return False
-        if pos < end:
-            if self._first is not None and text[pos] != self._first:
-                return False
-            if self._anchored and pos > 0 and text[pos - 1] != "\n":
-                return False
+        if self._anchored and 0 < pos < end and text[pos - 1] != "\n":
+            return False
         if self._twin is None:
             self._twin = self._make_twin()
         found = self._twin(text, pos)
@@ -281,18 +366,6 @@ def _probe_of(match: _Match) -> Optional[_Probe]:
     if not _reads_newline(parsed.data, bool(flags & sre.SRE_FLAG_DOTALL), bool(flags & sre.SRE_FLAG_MULTILINE)):
         return None
     return _Probe(pattern, parsed)
-
-
-def _first_literal(items: Sequence[tuple[Any, Any]]) -> Optional[str]:
-    """The character a match must start with, if the regex starts with a literal one."""
-    while items:
-        op, av = items[0]
-        if op is sre.LITERAL:
-            return chr(av)
-        if op is not sre.SUBPATTERN or av[1] or av[2]:
-            return None
-        items = av[3].data
-    return None
 
 
 def _reach(items: Sequence[tuple[Any, Any]]) -> Optional[int]:

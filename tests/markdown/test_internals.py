@@ -22,8 +22,8 @@ from markdown_it.token import Token
 from markdown_it.utils import OptionsDict
 from pygments.lexer import RegexLexer
 
-from streamwidgets.markdown._highlight import lexer_for
-from streamwidgets.markdown._lexing import Resumable, _probe_of, sre_compile, sre_parse
+from streamwidgets.markdown._highlight import Spans, highlight, lexer_for, role
+from streamwidgets.markdown._lexing import Resumable, _probe_of, _starts_of, sre_compile, sre_parse
 from streamwidgets.markdown._parser import new_parser
 
 FIXTURES = Path(__file__).parent / "markdown_fixtures"
@@ -169,6 +169,51 @@ def test_the_resumable_loop_is_pygments_regex_lexer_loop(lang: str) -> None:
         more, pos, stack = run.lex(text, pos, stack, stop=end)
         again += more
     assert again == tokens, f"lexing {lang} in pieces from saved states differs from one pass"
+
+
+@pytest.mark.parametrize("lang", [*RESUMABLE, "json", "c"])
+def test_highlight_is_pygments_own_highlight(lang: str) -> None:
+    """`highlight` runs our loop where it can (it tries fewer rules): the spans are Pygments'
+    own, for texts with CRs and a BOM too (Pygments changes those before lexing)."""
+    lexer = lexer_for(lang)
+    assert lexer is not None
+    for text in (_corpus(), "\ufeff" + _corpus()[:2000], _corpus()[:2000].replace("\n", "\r\n")):
+        spans = Spans()
+        for ttype, value in lexer.get_tokens(text):
+            spans.add(role(ttype), value)
+        assert highlight(text, lang, "") == spans.html(), f"highlight({lang}) is not Pygments' tokens"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "starts"),
+    [
+        (r"abc", 0, ("a", False)),
+        (r"abc", re.I, ("Aa", True)),  # ignoring case: a non-ASCII letter may fold to it
+        (r"(?i:k)x", 0, ("Kk", True)),  # a scoped flag
+        (r"[0-9a-f]+", 0, ("0123456789abcdef", False)),
+        (r"[^\n]", 0, None),  # almost anything (None: tried everywhere, here because of `other`)
+        (r"\s+", 0, (" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f", True)),
+        (r"(?=\d)\w+", 0, (None, True)),  # a lookahead is passed over: \w+ says what may start
+        (r"\b(if|in)\b", 0, ("i", False)),
+        (r"x?y", 0, ("xy", False)),
+        (r"x*", 0, None),  # may match empty: tried at every character
+        (r"(a)\1", 0, ("a", False)),
+        (r"(a)?\1b", 0, None),  # a backreference may come first: anything
+        (r"", 0, None),
+    ],
+)
+def test_a_rule_is_tried_only_at_characters_it_can_start_with(pattern: str, flags: int, starts: object) -> None:
+    found = _starts_of(re.compile(pattern, flags).match)
+    if starts is None:
+        assert found is None or (len(found[0]) > 100 and found[1]), (pattern, found)
+        return
+    chars, other = starts  # type: ignore[misc]
+    assert found is not None, pattern
+    if chars is None:  # \w: letters, digits and _
+        chars = "".join(c for c in map(chr, range(128)) if re.match(r"\w", c))
+    assert ({chr(code) for code in found[0]}, found[1]) == (set(chars), other), pattern
+    for code in range(128):  # never too few: a match starting with a character left out fails
+        assert code in found[0] or not re.compile(pattern, flags).match(chr(code) + "xyz0 f\n" * 2), (pattern, code)
 
 
 def test_only_regex_lexers_with_pygments_loop_are_resumed() -> None:
