@@ -18,7 +18,9 @@ from widget_harness import Played, Wire
 
 from streamwidgets.core._events import Heartbeat, Terminator, TextDelta
 from streamwidgets.core._state import RetryNote, StreamState
+from streamwidgets.net._reads import PAUSE, UNWATCHED_PAUSE
 from streamwidgets.widgets import FrameScheduler, StreamHandle, StreamView, scheduler_for
+from streamwidgets.widgets._handle import READ_AHEAD
 from streamwidgets.widgets._scheduler import Pace
 from streamwidgets.widgets._traffic import ENVELOPE_BYTES, Cost
 
@@ -271,3 +273,40 @@ def test_a_views_reads_wait_for_the_frame_that_can_show_them():
     assert seen[0] == 0.0
     assert seen[1] == pytest.approx(0.5)
     assert seen[2] == pytest.approx(0.4 + 0.5)
+
+
+def test_a_views_stream_pauses_until_just_before_its_next_frame_in_steps_of_at_most_the_unwatched_pause(monkeypatch):
+    """`StreamHandle._pause`, the pause its stream's reads take: reads in between would be
+    wake-ups that nobody sees; but a pause is never longer than an unwatched one (the end of the
+    stream and its errors are read as soon as that), nor shorter than `PAUSE`."""
+    Wire().install(monkeypatch)
+
+    async def main() -> tuple[list[float], float, list[float]]:
+        now = [100.0]
+        frame_at = [100.5]
+        scheduler = FrameScheduler(asyncio.get_running_loop(), clock=lambda: now[0])
+        scheduler.next_frame_in = lambda view: max(0.0, frame_at[0] - now[0])  # type: ignore[method-assign]
+        handle = StreamHandle(Played(tokens(3), delay=10.0), view=StreamView(model="m"), scheduler=scheduler)
+        pauses = []
+        while not pauses or pauses[-1] > PAUSE:
+            pauses.append(handle._pause())
+            now[0] += pauses[-1]
+        ended = now[0] - pauses[-1]  # where the last pause reaching for the frame ended
+        near = []
+        for ahead in (0.0, 0.03, READ_AHEAD + PAUSE, 0.2, 0.21):
+            frame_at[0] = now[0] + ahead
+            near.append(handle._pause())
+        handle.cancel()
+        await asyncio.gather(handle._task, return_exceptions=True)
+        unwatched = StreamHandle(Played(tokens(3), delay=10.0))
+        alone = unwatched._pause()
+        unwatched.cancel()
+        await asyncio.gather(unwatched._task, return_exceptions=True)
+        return pauses, ended, [*near, alone]
+
+    pauses, ended, near = asyncio.run(main())
+    # 0.495 s to the frame's read: three equal pauses (each <= 0.2 s), ending 5 ms before the frame.
+    assert pauses[:3] == pytest.approx([0.165] * 3) and pauses[3] == PAUSE
+    assert ended == pytest.approx(100.5 - READ_AHEAD)
+    assert near == pytest.approx([PAUSE, PAUSE, PAUSE, 0.195, 0.205 / 2, PAUSE])
+    assert all(pause <= UNWATCHED_PAUSE for pause in pauses + near)
