@@ -282,6 +282,19 @@ def test_ask_keeps_the_partial_answer_of_a_stream_that_fails() -> None:
 # --------------------------------------------------------------------------- serve
 
 
+def as_from_a_terminal(command: list[str], **options: Any) -> subprocess.Popen[Any]:
+    """Start the CLI as a terminal would, where Ctrl+C interrupts it. A process started with
+    SIGINT ignored (a background job of a script, `nohup`) passes that on to its children, and
+    then Python never raises KeyboardInterrupt; here the child gets SIGINT's default back."""
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        return subprocess.Popen(command, **options)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler, unlike "ignored", is not inherited
+    try:
+        return subprocess.Popen(command, **options)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -293,7 +306,7 @@ def test_serve_answers_models_and_a_streaming_chat(tmp_path: Path) -> None:
     root = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
     with log.open("w", encoding="utf-8") as out:
-        process = subprocess.Popen(
+        process = as_from_a_terminal(
             [sys.executable, "-m", "streamwidgets", "serve", "--host", "127.0.0.1", "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -416,7 +429,7 @@ def test_ctrl_c_during_an_answer_is_one_line_and_exit_130(tmp_path: Path) -> Non
     and the exit status is the shell's for SIGINT — no traceback."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with out.open("w") as stdout, err.open("w") as stderr:
-        process = subprocess.Popen(
+        process = as_from_a_terminal(
             [sys.executable, "-m", "streamwidgets", "ask", "Explain binary search", "--model", "demo-slow"],
             stdout=stdout,
             stderr=stderr,
