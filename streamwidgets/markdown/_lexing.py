@@ -27,7 +27,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Optional
 
 from pygments.lexer import Lexer, RegexLexer
@@ -217,8 +217,11 @@ class _States(dict[str, _Dispatch]):
         self._tokendefs = tokendefs
 
     def __missing__(self, state: str) -> _Dispatch:
-        rules = [(match, action, new_state, _probe_of(match)) for match, action, new_state in self._tokendefs[state]]
-        starts = [(rule, _starts_of(rule[0])) for rule in rules]
+        # Each rule's probe, then where it can start: one parse of its regex for both (`_parsed`).
+        starts = [
+            ((m, action, new_state, _probe_of(m)), _starts_of(m)) for m, action, new_state in self._tokendefs[state]
+        ]
+        rules = [rule for rule, _ in starts]
         by_char = tuple(
             tuple(rule for rule, start in starts if start is None or code in start[0]) for code in range(_OTHER)
         )
@@ -239,9 +242,10 @@ _READS = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
 def _starts_of(match: _Match) -> Optional[tuple[frozenset[int], bool]]:
     """What a match of this rule's regex can start with: (the ASCII codes, whether any other
     character), or None if it can match empty (or it is a regex this cannot read)."""
-    pattern: Any = getattr(match, "__self__", None)
+    pattern, parsed = _parsed(match)
+    if parsed is None:
+        return None
     try:
-        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
         codes, other, empty = _starts(parsed.data, parsed.state.flags | pattern.flags)
     except Exception:
         return None
@@ -353,14 +357,22 @@ def _reached_end(_text: str, _pos: int) -> Any:
     return _REACHED
 
 
+@lru_cache(maxsize=8)  # asked for by `_probe_of` and then `_starts_of` of the same rule
+def _parsed(match: _Match) -> tuple[Any, Any]:
+    """A rule's compiled regex, and `re`'s parse tree of it (None: one it cannot parse back)."""
+    pattern: Any = getattr(match, "__self__", None)
+    try:
+        return pattern, sre_parse.parse(pattern.pattern, pattern.flags)
+    except Exception:
+        return pattern, None
+
+
 @cache
 def _probe_of(match: _Match) -> Optional[_Probe]:
     """The probe of the rule whose regex's `match` this is (None: it reads no further than the
     end of its line, so in complete lines it cannot reach the end of the text)."""
-    pattern: Any = getattr(match, "__self__", None)
-    try:
-        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
-    except Exception:
+    pattern, parsed = _parsed(match)
+    if parsed is None:
         return _Probe(pattern, None)
     flags = parsed.state.flags | pattern.flags
     if not _reads_newline(parsed.data, bool(flags & sre.SRE_FLAG_DOTALL), bool(flags & sre.SRE_FLAG_MULTILINE)):
