@@ -16,7 +16,8 @@ request to the first bytes carrying the answer's first word, `Here`). Readers:
   `pip install httpx-aiohttp`, else its rows say so;
 - `arun`: streamwidgets' `arun()` end to end (SSE, JSON, state; no view) on this tree, and
   `arun@base` on the tree given by `--base` (e.g. a checkout of main before this change);
-  on stream (i) only.
+  `arun/0.05` (any number) is `arun` with its unwatched pause (`UNWATCHED_PAUSE`, 0.2 s) set
+  to that, to see what the wake-ups cost; on stream (i) only.
 
 Streams: (i) the 20,083-token `long` answer at 1,000 tokens/s; (ii) 20 MB of ~250-byte events
 as fast as the server writes them; (iii) 50,000 events/s for 10 s. Readers alternate within
@@ -24,6 +25,7 @@ each repetition; figures are medians of `--runs`, with the 1-minute load average
 
     python benchmarks/bench_reads.py                        # ~15 minutes
     python benchmarks/bench_reads.py --runs 3 --base /path/to/main --streams long,fast
+    python benchmarks/bench_reads.py --runs 4 --streams long --readers arun/0.05,arun,arun/0.5,arun/1.0
 """
 
 from __future__ import annotations
@@ -89,9 +91,13 @@ def _main_pacer_gulps(response: Any) -> Any:
 async def _read(reader: str, url: str) -> dict[str, Any]:
     import httpx
 
-    if reader in ("arun", "arun@base"):
+    if reader.startswith("arun"):
         from streamwidgets import arun, make_request
 
+        if reader.startswith("arun/"):  # an experiment: how the reads' pause sets the CPU
+            import streamwidgets.apps._run
+
+            streamwidgets.apps._run.UNWATCHED_PAUSE = float(reader.removeprefix("arun/"))
         request = make_request("Write it", model="bench", base_url=url, stall_timeout=120)
         cpu, began = time.process_time(), time.monotonic()
         state = await arun(request)
