@@ -191,7 +191,7 @@ def test_highlight_is_pygments_own_highlight(lang: str) -> None:
         (r"abc", re.I, ("Aa", True)),  # ignoring case: a non-ASCII letter may fold to it
         (r"(?i:k)x", 0, ("Kk", True)),  # a scoped flag
         (r"[0-9a-f]+", 0, ("0123456789abcdef", False)),
-        (r"[^\n]", 0, None),  # almost anything (None: tried everywhere, here because of `other`)
+        (r"[^\n]", 0, None),  # almost anything: tried at every character but the newline
         (r"\s+", 0, (" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f", True)),
         (r"(?=\d)\w+", 0, (None, True)),  # a lookahead is passed over: \w+ says what may start
         (r"\b(if|in)\b", 0, ("i", False)),
