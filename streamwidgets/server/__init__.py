@@ -114,11 +114,11 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ._flavors import FLAVORS
-from ._local import LocalModel, LocalModelError, local_model, local_model_missing
 from ._records import ConnectionRecord
 from ._requests import parse_request
 from ._scenarios import SCENARIOS, Script, build_script
 from ._server import DemoServer, ServerLimits, start_server
+from .local import LocalModel, LocalModelError, local_model, local_model_missing
 
 __all__ = [
     "DemoServer",

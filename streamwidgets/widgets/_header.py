@@ -18,7 +18,7 @@ from ..core._formatting import STATUS_WORDS
 from ..core._redact import Redact, unchanged
 from ..core._state import StreamState
 from ..markdown import escape_html
-from ..net._sources import Labels
+from ..net._sources import Labels, script_note
 from ._sync import Parts, set_traits
 from ._traffic import NOTHING, Cost
 
@@ -170,7 +170,7 @@ class Header:
             provider=labels.provider,
             api=labels.api,
             part=len(state.parts),
-            note=" ".join(n for n in (labels.note, formatting.script_note(state.script)) if n) or None,
+            note=" ".join(n for n in (labels.note, script_note(state)) if n) or None,
             badge=labels.badge,
         )
 

@@ -1,0 +1,45 @@
+"""The real local model: llama.cpp's own server (the `[local]` extra's xllamacpp wheel), one per
+person and model file, shared by all their kernels.
+
+- `_catalog.py`: the curated models (`streamwidgets pull --list`).
+- `_weights.py`: which model file runs, looked up on this machine (never downloaded at run time).
+- `_pull.py`: `streamwidgets pull`, through huggingface_hub, checked against the hub's checksum.
+- `_shared.py`: `local_model()`: the user's server, found through its state file or started.
+- `_host.py`: the server's process (llama.cpp's HTTP server on 127.0.0.1, a key per start).
+
+docs/local-model.md has the details.
+"""
+
+from ._catalog import CATALOG, RECOMMENDED, Entry, catalog_table, entry_named
+from ._pull import PullError, pull
+from ._shared import (
+    MISSING_MESSAGE,
+    NO_WEIGHTS_MESSAGE,
+    LocalModel,
+    LocalModelError,
+    local_model,
+    local_model_missing,
+    real_answers_hint,
+)
+from ._weights import MODEL_ENV, Weights, WeightsError, find_weights
+
+__all__ = [
+    "CATALOG",
+    "RECOMMENDED",
+    "Entry",
+    "catalog_table",
+    "entry_named",
+    "LocalModel",
+    "LocalModelError",
+    "local_model",
+    "local_model_missing",
+    "real_answers_hint",
+    "MISSING_MESSAGE",
+    "NO_WEIGHTS_MESSAGE",
+    "MODEL_ENV",
+    "Weights",
+    "WeightsError",
+    "find_weights",
+    "pull",
+    "PullError",
+]
