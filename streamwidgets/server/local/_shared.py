@@ -58,6 +58,10 @@ START_TIMEOUT = 120.0
 #: 4,096 tokens cost the 135M model 40 MB more than 1, and a class of 3 streams at once).
 DEFAULT_SLOTS = 4
 CONTEXT_PER_SLOT = 4096
+#: Seconds without a generation before the server leaves, and seconds it stays once no kernel
+#: that uses it is alive (`STREAMWIDGETS_LOCAL_IDLE`, `STREAMWIDGETS_LOCAL_LINGER` change them).
+IDLE_SECONDS = 900.0
+LINGER_SECONDS = 60.0
 _HEALTH_TIMEOUT = 2.0
 _FOLDER_ENV = "STREAMWIDGETS_LOCAL_STATE"
 
@@ -214,6 +218,8 @@ def _start(state_path: Path, weights: Weights, timeout: float) -> LocalModel:
                 "--threads", str(default_threads()),
                 "--slots", str(DEFAULT_SLOTS),
                 "--ctx", str(CONTEXT_PER_SLOT),
+                "--idle", os.environ.get("STREAMWIDGETS_LOCAL_IDLE", str(IDLE_SECONDS)),
+                "--linger", os.environ.get("STREAMWIDGETS_LOCAL_LINGER", str(LINGER_SECONDS)),
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
