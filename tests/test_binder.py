@@ -15,7 +15,8 @@ def test_binder_requirements_end_with_pins():
     text = (ROOT / "binder" / "requirements.txt").read_text()
     head, _, pins = text.partition("# --- pins:")
     lines = [line for line in pins.splitlines()[1:] if line]
-    assert ".[local]" in head.split() and lines  # the package, with the local model's server and all(line.count("==") == 1 for line in lines), lines
+    assert ".[local]" in head.split()  # the package, with the local model's server
+    assert lines and all(line.count("==") == 1 for line in lines), lines
     assert any(line.startswith("ipywidgets==") for line in lines) and any(line.startswith("httpx==") for line in lines)
     assert any(line.startswith("xllamacpp==") for line in lines)
     assert not any(line.startswith(("llama-cpp-python", "llm==")) for line in lines)  # nothing that compiles

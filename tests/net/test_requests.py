@@ -22,7 +22,8 @@ NONE = None
 #: provider -> {api: (auth header, value) or None}, and the base URL; from each provider's docs.
 EXPECTED = {
     "demo": ("http://127.0.0.1:9/v1", {"chat": NONE, "responses": NONE, "messages": NONE}),
-    "local": ("http://127.0.0.1:9/v1", {"chat": BEARER, "responses": BEARER, "messages": X_API_KEY}),  # its key per start
+    # the local model's server: a key drawn at each start, sent as each dialect sends one
+    "local": ("http://127.0.0.1:9/v1", {"chat": BEARER, "responses": BEARER, "messages": X_API_KEY}),
     "venym": ("https://venym.io/v1", {"chat": BEARER}),
     "engy": ("https://api.engy.ai/v1", {"chat": BEARER, "responses": BEARER, "messages": X_API_KEY}),
     "everyais": ("https://api.everyais.com/v1", {"chat": BEARER, "responses": BEARER, "messages": X_API_KEY}),
