@@ -25,7 +25,8 @@ with no hub: N simulated students, each one streamed request from this process, 
 ONE shared server with N slots reached through the class gateway (LiteLLM with a key per student,
 started for each class against that server), the same reached directly, and one server per student
 (N `_host` processes with 1 slot each, all started at once, as N kernels calling `local_model()`
-under N user accounts would). Each server has served one short answer before the class asks.
+under N user accounts would). Every slot has served one short answer before the class asks (a
+fresh slot also reads the chat template's system prompt: the first question after a start is slower).
 First token is request sent → first content chunk; tokens/s is each answer's, first to last
 chunk; RSS is the sum of the servers' VmRSS after the class (their VmHWM beside); CPU is the
 servers' (and the gateway's) utime+stime over the class.
@@ -432,8 +433,9 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
             gateway = LocalGateway(root, servers[0], size)
             await asyncio.to_thread(gateway.wait)
             urls, keys = [gateway.base_url], gateway.keys
-        # Every server has answered once (and LiteLLM paid for its first request's imports).
-        await asyncio.gather(*(ask(urls[i % len(urls)], keys[i % len(keys)], "Hi", 0, 8) for i in range(len(keys))))
+        # Every slot has answered once, all at once (so each holds the chat template's system prompt in its
+        # cache, as after a first question; LiteLLM paid for its first request's imports and each key's).
+        await asyncio.gather(*(ask(urls[i % len(urls)], keys[i % len(keys)], "Hi", 0, 8) for i in range(size)))
         before = [cpu_seconds(s.pid) for s in servers]
         gateway_before = cpu_of(gateway.processes()) if gateway else 0.0
         rng = random.Random(repetition * 1000 + size)
@@ -463,6 +465,8 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
     for a in answers:
         if not a.ok:
             print(f"  {kind} {size}: an answer failed: {a.error[:300]}", file=sys.stderr)
+        elif len(a.arrivals) < tokens:
+            print(f"  {kind} {size}: an answer of {len(a.arrivals)} chunks, not {tokens}", file=sys.stderr)
     done = [a for a in answers if a.ok]
     ttfts = [a.arrivals[0] - a.sent for a in done] or [float("nan")]
     rates = [(len(a.arrivals) - 1) / (a.arrivals[-1] - a.arrivals[0]) for a in done] or [float("nan")]
