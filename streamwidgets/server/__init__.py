@@ -102,10 +102,10 @@ header and body size, connections at once, a full server giving the slot of the 
 to a newcomer), and every bad request gets a 4xx JSON error in its route's envelope;
 docs/embedded-server.md has the details.
 
-`local_model()` is the other offline provider: a real small language model (SmolLM2-135M-Instruct
-through llama.cpp, the `[local]` extra) served on loopback from a process of its own, with the
-same guard; `local_model_missing()` says whether the extra is installed. docs/local-model.md has
-the details.
+`local_model()` is the other offline provider: a real language model run by llama.cpp's own
+server (the `[local]` extra), one per user and model file, shared by their kernels, on loopback
+with a key of its own (`local/`); `local_model_missing()` says whether the extra is installed.
+docs/local-model.md has the details.
 """
 
 from __future__ import annotations
