@@ -76,8 +76,12 @@ def test_two_kernels_share_one_server_cancel_frees_its_slot_and_it_leaves_after_
         assert b.value("[(await h).status, h.state.text_length > 0]") == ["cancelled", True]
         assert wait_until(lambda: busy(base_url, key) == 0, 5)
         assert time.monotonic() - clicked < 3  # freed at once, not after 2,000 tokens (~30 s)
-        again = a.value("(await sw.arun('Say hello.', provider='local', max_tokens=10)).status")
-        assert again == "complete"
+        for api in ("chat", "responses", "messages"):  # every API from the model, in the kernel
+            answered = a.value(
+                f"[(s := await sw.arun('Say hello.', provider='local', api={api!r}, max_tokens=10)).status,"
+                " s.provider, s.origin, s.model, len(s.text) > 0]"
+            )
+            assert answered == ["complete", "local", "live", "smollm2-135m", True], api
     finally:
         first.close()
     time.sleep(6)  # past the linger: the second kernel still uses it
