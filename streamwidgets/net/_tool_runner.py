@@ -125,6 +125,8 @@ async def _run_one(
         kwargs = tool.validate(call.arguments)
     except ToolInputError as exc:
         return fail(str(exc))
+    except (RecursionError, MemoryError):
+        return fail("the arguments are nested too deeply to read")
     try:
         if loop.confirm is not None:
             result.status = "waiting"
@@ -142,11 +144,16 @@ async def _run_one(
         except TimeoutError:
             result.seconds = time.monotonic() - started
             return fail(f"the tool did not finish within {loop.timeout:g} s (tool_timeout=)")
-        except Exception as exc:
+        except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+            raise  # an interrupt and a cancel keep their meaning
+        except BaseException as exc:  # SystemExit too (argparse exits on bad arguments): never the kernel's end
             result.seconds = time.monotonic() - started
-            return fail(scrub(redact(f"{type(exc).__name__}: {exc}")))
+            return fail(scrub(redact(_words(exc))))
         result.seconds = time.monotonic() - started
-        result.content, result.note = encode_result(value)
+        try:
+            result.content, result.note = encode_result(value)
+        except Exception as exc:  # a result too deep to encode, or whose __str__ raises
+            return fail(scrub(redact(f"its result could not be read ({_words(exc)})")))
         result.content = scrub(redact(result.content))
         result.status = "done"
         changed()
@@ -154,6 +161,18 @@ async def _run_one(
         result.status, result.error = "cancelled", "cancelled before it finished"
         changed()
         raise
+
+
+def _words(exc: BaseException) -> str:
+    """What a tool's exception says, whatever it is made of (a `__str__` may raise, or recurse)."""
+    name = type(exc).__name__
+    if isinstance(exc, SystemExit):
+        return f"the tool tried to exit the program (SystemExit {exc.code!r}); a tool returns a value or raises an error"
+    try:
+        text = str(exc)
+    except Exception:
+        text = "(its message could not be read)"
+    return f"{name}: {text}" if text else name
 
 
 async def _call(tool: Tool, kwargs: dict[str, Any]) -> Any:

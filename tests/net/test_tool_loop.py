@@ -375,3 +375,63 @@ def test_record_and_the_class_log_take_every_step(tmp_path):
     assert replayed.text == state.text and len(replayed.parts) == 2
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(line["parts"], line["finish"]) for line in lines] == [(1, "tool_calls"), (2, "stop")]
+
+
+# --------------------------------------------------------------------------- tools that misbehave
+
+
+def exits(path: str) -> str:
+    """A tool that parses its input as a command line would: argparse exits on bad arguments."""
+    import argparse
+
+    argparse.ArgumentParser(prog="exits", exit_on_error=True).parse_args(["--nonsense", path])
+    return "unreachable"
+
+
+class Unspeakable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no words")
+
+
+def mute(x: int) -> int:
+    """A tool whose error cannot say what it is."""
+    raise Unspeakable()
+
+
+class Deep:
+    def __str__(self) -> str:
+        return str(self)  # recurses until Python stops it
+
+
+def deep(x: int) -> object:
+    """A tool whose result cannot be read."""
+    return Deep()
+
+
+def nested(value: object) -> str:
+    """A tool that takes anything."""
+    return "fine"
+
+
+def test_a_tool_that_exits_or_whose_words_fail_is_an_error_result_and_the_answer_goes_on(server):
+    """SystemExit (argparse on bad arguments), an exception whose __str__ raises, a result whose
+    __str__ recurses, and arguments nested 100,000 deep: each an error result on its own card,
+    the other calls of the step run, and the loop goes on to the answer."""
+    deep_args = '{"value": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    calls = [
+        ("c1", "exits", '{"path": "x"}'),
+        ("c2", "mute", '{"x": 1}'),
+        ("c3", "deep", '{"x": 1}'),
+        ("c4", "nested", deep_args),
+        ("c5", "add", '{"a": 2, "b": 3}'),
+    ]
+    script(server, "chat", Reply(calls_stream("chat", calls)), ANSWER["chat"])
+    state = sw.run(request(server, "chat", [exits, mute, deep, nested, add]))
+    assert state.status == "complete" and state.text == "Hello there.", state.message
+    results = {c.id: c.result for c in state.parts[0].tool_calls}
+    words = {cid: (r.status, r.error or r.content) for cid, r in results.items() if r is not None}
+    assert words["c1"][0] == "error" and "tried to exit the program (SystemExit 2)" in words["c1"][1]
+    assert words["c2"] == ("error", "Unspeakable: (its message could not be read)")
+    assert words["c3"][0] == "error" and "its result could not be read" in words["c3"][1]
+    assert words["c4"][0] == "error" and ("nested too deeply" in words["c4"][1] or "not valid JSON" in words["c4"][1])
+    assert words["c5"] == ("done", "5")
