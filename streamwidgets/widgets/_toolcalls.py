@@ -56,8 +56,11 @@ def format_arguments(arguments: str, *, complete: bool) -> tuple[str, str]:
         return arguments, "receiving arguments…"
     if not arguments.strip():
         return "", "no arguments"
-    parsed = _json_or_none(arguments)
-    if parsed is None:
+    try:
+        parsed = (json.loads(arguments),)
+    except RecursionError:
+        return arguments, "the arguments are nested too deeply to lay out; shown exactly as received"
+    except ValueError:
         return arguments, "the arguments are not valid JSON; shown exactly as received"
     return json.dumps(parsed[0], indent=2, ensure_ascii=False), ""
 
@@ -65,7 +68,7 @@ def format_arguments(arguments: str, *, complete: bool) -> tuple[str, str]:
 def _json_or_none(text: str) -> tuple[object] | None:
     try:
         return (json.loads(text),)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -187,3 +187,11 @@ def test_the_questions_are_drawn_by_the_pane_and_counted():
         assert row.comm is None and row.children[1].comm is None
 
     asyncio.run(main())
+
+
+def test_arguments_nested_100000_deep_show_raw_with_a_note():
+    from streamwidgets.widgets._toolcalls import format_arguments
+
+    deep = '{"value": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    text, note = format_arguments(deep, complete=True)
+    assert text == deep and "nested too deeply" in note
