@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Optional, Union
 
-from ._events import ErrorEvent, Event, Problem
+from ._events import ErrorEvent, Event, Problem, ReasoningDelta, RefusalDelta, TextDelta, ToolCallDelta
 from ._limits import DEFAULT_LIMITS, Limits
 from ._state import StreamState, Warnings
 from .dialects import Normalizer
@@ -111,12 +111,16 @@ class Feed:
             self._dropped = normalizer.decoder.dropped
             state.apply(Problem(self.limits.event_too_long()), self.now())
         if events:
+            before = state.output_lengths()
             state.extend(events, self.now())
             if state.tool_calls.refused or state.citations.refused:
                 self._say_refused()
             if state.output_length > self.limits.answer_chars:
                 state.clip(self.limits.answer_chars)
                 state.close(reason=self.limits.answer_reached(), now=self.now())
+                # The events tap (`astream`) yields what the state kept, kind by kind, and no more.
+                after = state.output_lengths()
+                events = _within(events, [max(0, a - b) for a, b in zip(after, before, strict=True)])
             self.notify()
         return events
 
@@ -170,3 +174,25 @@ def _redacted(event: Event, redact: Callable[[str], str]) -> Event:
         if message != event.message:
             return replace(event, message=message)
     return event
+
+
+def _within(events: Sequence[Event], rooms: list[int]) -> list[Event]:
+    """`events` cut to what the state kept of them: `rooms` holds the characters of text,
+    reasoning, refusal and tool-call arguments kept of this batch (`StreamState.output_lengths`);
+    each kind's events are kept in order up to its room, the one that crosses it cut."""
+    kinds = {TextDelta: 0, ReasoningDelta: 1, RefusalDelta: 2}
+    kept: list[Event] = []
+    for event in events:
+        if isinstance(event, (TextDelta, ReasoningDelta, RefusalDelta)):
+            kind = kinds[type(event)]
+            if rooms[kind] <= 0:
+                continue
+            if len(event.text) > rooms[kind]:
+                event = replace(event, text=event.text[: rooms[kind]])
+            rooms[kind] -= len(event.text)
+        elif isinstance(event, ToolCallDelta):
+            if len(event.arguments) > rooms[3]:
+                event = replace(event, arguments=event.arguments[: max(0, rooms[3])])
+            rooms[3] -= len(event.arguments)
+        kept.append(event)
+    return kept

@@ -730,6 +730,12 @@ class StreamState:
 
     # ------------------------------------------------------------------ helpers
 
+    def output_lengths(self) -> tuple[int, int, int, int]:
+        """Characters of this part's text, reasoning, refusal and tool-call arguments (what
+        `clip` cuts, kind by kind)."""
+        refusal = len(self.refusal or "") if self._refusal else 0
+        return self._text_len, self._reasoning_len, refusal, self.tool_calls.arguments_length
+
     def _output_chars(self) -> int:
         tools = self.tool_calls.arguments_length  # counted as they come: O(1)
         refusal = len(self.refusal or "") if self._refusal else 0  # rare; reading joins its pieces

@@ -167,7 +167,9 @@ def _words(exc: BaseException) -> str:
     """What a tool's exception says, whatever it is made of (a `__str__` may raise, or recurse)."""
     name = type(exc).__name__
     if isinstance(exc, SystemExit):
-        return f"the tool tried to exit the program (SystemExit {exc.code!r}); a tool returns a value or raises an error"
+        return (
+            f"the tool tried to exit the program (SystemExit {exc.code!r}); a tool returns a value or raises an error"
+        )
     try:
         text = str(exc)
     except Exception:

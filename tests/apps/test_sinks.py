@@ -24,6 +24,7 @@ import pytest
 
 import streamwidgets as sw
 from streamwidgets.core import StreamState
+from streamwidgets.core._events import TextDelta
 from streamwidgets.net import as_source
 from streamwidgets.server import DemoServer
 from streamwidgets.widgets import StreamHandle, scheduler_for
@@ -248,3 +249,23 @@ def test_a_replay_of_a_continued_answer_plays_every_part(demo_server, tmp_path):
     again = sw.run(sw.replay(path, speed=0))
     assert (again.text, len(again.parts), again.status) == (live.text, 2, "complete")
     assert [base64.b64decode(json.loads(line)["data"]) for line in path.read_text().splitlines() if '"data"' in line]
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+def test_the_events_tap_yields_no_more_than_the_answer_limit(kind, demo_server, recordings):
+    """`astream` yields the text the state kept and no more, even when one read carries far more
+    than the limit (demo-long streams thousands of characters per read), and says why it stopped."""
+    source, request_options = source_for(kind, demo_server, recordings, "demo-long")
+
+    async def main() -> tuple[str, StreamState]:
+        chosen = await opened(source, sync=False)
+        texts = []
+        async with sw.astream(chosen, **request_options, max_answer_chars=1000) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    texts.append(event.text)
+        return "".join(texts), events.state
+
+    yielded, state = asyncio.run(main())
+    assert len(yielded) == 1000 and yielded == state.text
+    assert state.status == "incomplete" and "max_answer_chars=" in state.message
