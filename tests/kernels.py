@@ -50,10 +50,26 @@ class Kernel:
         self.log.append((time.monotonic(), msg))
         return msg
 
-    def execute(self, code: str, timeout: float = 60.0) -> tuple[str, list[dict[str, Any]], float]:
-        """Run a cell; return its stdout, its iopub messages and how long until the reply."""
+    def execute(
+        self, code: str, timeout: float = 60.0, cell_id: Optional[str] = None
+    ) -> tuple[str, list[dict[str, Any]], float]:
+        """Run a cell; return its stdout, its iopub messages and how long until the reply.
+        `cell_id` goes in the request's metadata as `cellId`, as JupyterLab sends it."""
         started = time.monotonic()
-        msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=True)  # as JupyterLab sends it
+        if cell_id is None:
+            msg_id = self.client.execute(textwrap.dedent(code), allow_stdin=True)  # as JupyterLab sends it
+        else:
+            content = {
+                "code": textwrap.dedent(code),
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": True,
+                "stop_on_error": True,
+            }
+            msg = self.client.session.msg("execute_request", content, metadata={"cellId": cell_id})
+            self.client.shell_channel.send(msg)
+            msg_id = msg["header"]["msg_id"]
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.client.get_shell_msg(timeout=timeout)

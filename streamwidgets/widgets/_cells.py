@@ -11,6 +11,11 @@ showed "waiting for the first token". So each cell's context is kept when it sta
 (`in_cell`): the runner keeps them, updates the widget state, and applies the answer's
 `update_display_data` to the output where it was first shown, in whichever cell that is.
 
+Running a cell again cancels the answers its earlier run left streaming (the frontend's cell id,
+`cellId` in the request's metadata, which JupyterLab, Notebook 7 and VS Code send): the old answer
+would go on out of sight, holding the provider's (or the local model's) slot. Other cells'
+answers are untouched, and a runner runs each cell once.
+
 A runner also stops reading when the last cell ends. Under a runner (a request that allows no
 stdin: nbclient, papermill and nbval send that; JupyterLab, Notebook and VS Code allow it), the
 end of each cell waits, up to `RUNNER_WAIT` seconds, for the streams that earlier cells left
@@ -30,7 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
-__all__ = ["RUNNER_WAIT", "watch", "number", "in_cell", "deliver", "touched", "under_runner"]
+__all__ = ["RUNNER_WAIT", "watch", "number", "cell_id", "in_cell", "deliver", "touched", "under_runner"]
 
 T = TypeVar("T")
 
@@ -39,6 +44,8 @@ RUNNER_WAIT = 60.0
 
 _context: Optional[contextvars.Context] = None
 _number = 0
+#: The frontend's id of the cell running now (None: the frontend sends none, or no cell runs).
+_cell_id: Optional[str] = None
 #: Under a runner, after a cell's end and before the next cell: what is sent then is sent again.
 _between = False
 _missed: list[Callable[[], Any]] = []
@@ -49,6 +56,11 @@ _watched: set[int] = set()
 def number() -> int:
     """A count of the cells run since streamwidgets started watching (0 before that)."""
     return _number
+
+
+def cell_id() -> Optional[str]:
+    """The frontend's id of the cell running now, if it sent one."""
+    return _cell_id
 
 
 def in_cell(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -74,6 +86,7 @@ def watch(shell: Any) -> None:
     _watched.add(id(shell))
     _context = contextvars.copy_context()
     _number += 1
+    _set_cell_id(_parent_cell_id(shell))
     shell.events.register("pre_run_cell", _cell_starts)
     shell.events.register("post_run_cell", functools.partial(_cell_ends, shell))
     kernel = getattr(shell, "kernel", None)
@@ -112,11 +125,32 @@ def _resend(widget: Any) -> None:
         _resend(child)
 
 
+def _parent_cell_id(shell: Any) -> Optional[str]:
+    """The cell id in the metadata of the request the kernel is answering."""
+    try:
+        value = shell.get_parent()["metadata"].get("cellId")
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _set_cell_id(value: Optional[str]) -> None:
+    global _cell_id
+    _cell_id = value
+
+
 def _cell_starts(info: Any = None) -> None:
     global _context, _number, _between
     _context = contextvars.copy_context()
     _number += 1
     _between = False
+    _set_cell_id(getattr(info, "cell_id", None) or None)
+    if _cell_id is not None:
+        from ._handle import running
+
+        for handle in running():  # started by an earlier run of this very cell
+            if handle.cell_id == _cell_id:
+                handle.cancel("its cell ran again")
     stale, missed = list(_stale.values()), list(_missed)
     _stale.clear()
     _missed.clear()

@@ -26,6 +26,7 @@ from ..net._reads import PAUSE, UNWATCHED_PAUSE
 from ..net._request import StreamRequest
 from ..net._sources import Live, Source
 from ..net._tool_runner import ToolLoop
+from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
 from ._scheduler import FrameScheduler
 from ._view import StreamView
@@ -89,6 +90,8 @@ class StreamHandle:
         #: Which cell started the current part (`cells.number()`), and what saves the answer in
         #: the output that shows it (set by `show()`; None when nothing was displayed).
         self.started_in = 0
+        #: The frontend's id of the cell that started it: running that cell again cancels it.
+        self.cell_id: Optional[str] = None
         self._save: Optional[Callable[[StreamHandle, Optional[str]], None]] = None
         if view is not None:
             view.attach(stream.state)
@@ -135,11 +138,14 @@ class StreamHandle:
 
     # ------------------------------------------------------------------ acting
 
-    def cancel(self) -> bool:
-        """Stop the stream (the connection closes at once); False when it already ended."""
+    def cancel(self, why: Optional[str] = None) -> bool:
+        """Stop the stream (the connection closes at once); False when it already ended. `why`
+        goes into the state's warnings ("Cancelled: its cell ran again.")."""
         task = self._task
         if task is None or task.done():
             return False
+        if why:
+            self.state.note(f"Cancelled: {why}.")
         loop = self._loop
         if loop is None or _running_loop() is loop:
             task.cancel()
@@ -193,6 +199,8 @@ class StreamHandle:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self.started_in = cell_number()
+        if self.cell_id is None:  # a Continue keeps the cell the answer was asked in
+            self.cell_id = current_cell_id()
         if self._view is not None:
             assert self._scheduler is not None
             self._scheduler.add(self._view)

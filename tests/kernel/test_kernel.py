@@ -144,6 +144,33 @@ def test_cancel_all_stops_every_running_stream(kernel: Kernel):
     assert result == [3, "cancelled", "cancelled", "cancelled", True, True, True]
 
 
+def test_running_a_cell_again_cancels_the_answers_its_last_run_left_streaming(kernel: Kernel):
+    """The cell id of the request's metadata (as JupyterLab sends it): running cell A again
+    cancels the answers A's first run left streaming, not cell B's, and not the new ones."""
+    slow = "model='demo-long', base_url=BASE, demo={'tokens_per_second': 40, 'first_token_delay': 0}"
+    kernel.execute(f"first = [sw.show('A one', {slow}), sw.show('A two', {slow})]", cell_id="cell-a")
+    kernel.execute(f"other = sw.show('B', {slow})", cell_id="cell-b")
+    kernel.execute(
+        f"""
+        second = sw.show('A again', {slow})
+        import asyncio
+        while not second.state.text:
+            await asyncio.sleep(0.05)
+        """,
+        cell_id="cell-a",
+    )
+    result = kernel.value(
+        "[[(await h).status for h in first], [w for w in first[0].state.warnings if 'ran again' in w],"
+        " other.done, second.done, sw.cancel_all()]"
+    )
+    statuses, said, other_done, second_done, stopped = result
+    assert statuses == ["cancelled", "cancelled"]
+    assert said == ["Cancelled: its cell ran again."]
+    assert other_done is False and second_done is False  # another cell's answer and the new one go on
+    assert stopped == 2
+    kernel.execute("for h in (other, second):\n    await h")  # their last frames go out in this cell
+
+
 # ----------------------------------------------------------------------------- faults
 
 
