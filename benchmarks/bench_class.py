@@ -28,8 +28,9 @@ started for each class against that server), the same reached directly, and one 
 under N user accounts would). Every slot has served one short answer before the class asks (a
 fresh slot also reads the chat template's system prompt: the first question after a start is slower).
 First token is request sent → first content chunk; tokens/s is each answer's, first to last
-chunk; RSS is the sum of the servers' VmRSS after the class (their VmHWM beside); CPU is the
-servers' (and the gateway's) utime+stime over the class.
+chunk; memory is the sum of the servers' VmRSS after the class, and of their PSS (the model file
+is mapped by every server: PSS counts its pages once in all); CPU is the servers' (and the
+gateway's) utime+stime over the class.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local    # 3, 6 and 10 students, 3 repetitions
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local --sizes 30 --runs 1 --no-gateway
@@ -312,7 +313,7 @@ class LocalSummary:
     window: float
     aggregate: float
     rss: float
-    peak: float
+    pss: float
     server_cpu: float
     gateway_cpu: float
     gateway_rss: float
@@ -404,6 +405,15 @@ async def ask(url: str, key: str, question: str, delay: float, tokens: int) -> L
     return answer
 
 
+def proportional(pid: int) -> float:
+    """A process's PSS in MB: its share of pages it shares with others (the model file, mapped by
+    every server), so that the sum over processes is the memory they really take."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def cpu_of(procs: list[psutil.Process]) -> float:
     total = 0.0
     for p in procs:
@@ -454,7 +464,8 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
         )
         server_cpu = sum(cpu_seconds(s.pid) - b for s, b in zip(servers, before, strict=True))
         gateway_cpu = cpu_of(gateway.processes()) - gateway_before if gateway else 0.0
-        rss = [memory(s.pid) for s in servers]
+        rss = [memory(s.pid)[0] for s in servers]
+        pss = [proportional(s.pid) for s in servers]
         gateway_rss = sum(p.memory_info().rss for p in gateway.processes()) / MB if gateway else 0.0
     finally:
         if gateway is not None:
@@ -481,8 +492,8 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
         rate_min=min(rates),
         window=window,
         aggregate=sum(len(a.arrivals) for a in done) / window,
-        rss=sum(r for r, _ in rss),
-        peak=sum(h for _, h in rss),
+        rss=sum(rss),
+        pss=sum(pss),
         server_cpu=server_cpu,
         gateway_cpu=gateway_cpu,
         gateway_rss=gateway_rss,
@@ -493,7 +504,7 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
 
 LOCAL_HEADER = (
     "| students | servers | answers complete | first token p50 / p95 s | tokens/s per student (slowest) | "
-    "class done in s | tokens/s, whole class | RSS of the model servers MB (peak) | server CPU s | "
+    "class done in s | tokens/s, whole class | model servers' memory MB: RSS sum / PSS sum | server CPU s | "
     "gateway CPU s (RSS MB) | servers ready s | load |\n"
     "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
@@ -514,7 +525,7 @@ def local_row(summaries: list[LocalSummary]) -> str:
         f"{m('rate'):.1f} ({m('rate_min'):.1f})",
         f"{m('window'):.1f}",
         f"{m('aggregate'):.1f}",
-        f"{m('rss'):.0f} ({m('peak'):.0f})",
+        f"{m('rss'):.0f} / {m('pss'):.0f}",
         f"{m('server_cpu'):.1f}",
         gateway,
         f"{m('ready'):.1f}",

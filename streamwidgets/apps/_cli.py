@@ -114,13 +114,22 @@ def _positive(text: str) -> int:
 
 
 def _param(text: str) -> tuple[str, Any]:
+    """`-p NAME=VALUE`: a request body field, its value read as JSON when it parses. The package's
+    own options have flags of their own; a key never rides on a command line (shell history,
+    `ps`), so `-p api_key=...` is refused without repeating the value."""
     name, sep, value = text.partition("=")
-    if not sep or not name.strip():
+    name = name.strip()
+    if not sep or not name:
         raise argparse.ArgumentTypeError("expected NAME=VALUE, e.g. temperature=0.2")
+    if "key" in name.lower() or name in ("api_key", "base_url", "provider"):
+        raise argparse.ArgumentTypeError(
+            f"-p {name}=... is not a body field: a key goes in the provider's environment variable "
+            "(e.g. OPENAI_API_KEY), and the provider and address have flags of their own"
+        )
     try:
-        return name.strip(), json.loads(value)
+        return name, json.loads(value)
     except ValueError:
-        return name.strip(), value  # a plain word: a string
+        return name, value  # a plain word: a string
 
 
 def unknown_arguments(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:

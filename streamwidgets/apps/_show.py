@@ -22,7 +22,7 @@ from ..net._sources import Source, as_source
 from ..net._tool_runner import ToolLoop, tool_loop
 from ..widgets._cells import deliver, under_runner
 from ..widgets._cells import watch as watch_cells
-from ..widgets._fallback import final_bundle, placeholder_bundle
+from ..widgets._fallback import final_bundle, keeps_widget, placeholder_bundle
 from ..widgets._handle import StreamHandle
 from ..widgets._scheduler import scheduler_for
 from ..widgets._view import view_for
@@ -106,9 +106,10 @@ def show(
     labels = chosen.labels()
     show_output(placeholder_bundle(view.widget, labels.model), raw=True, display_id=display_id)
     handle.displayed_in = getattr(shell, "execution_count", None)
+    widget = keeps_widget(shell)  # a notebook runner saves the answer alone: it shows without a network
 
     def save(done: StreamHandle, note: Optional[str]) -> None:
-        bundle = final_bundle(view, labels.model, labels.badge, note)
+        bundle = final_bundle(view, labels.model, labels.badge, note, widget=widget)
         deliver(lambda: update_display(bundle, raw=True, display_id=display_id), view.widget)  # see `cells`
         if note is None:  # the part ended (not a runner's save of an answer still streaming)
             if under_runner(shell):  # nobody hears it live: the saved words are the final ones

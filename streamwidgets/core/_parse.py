@@ -55,13 +55,13 @@ def parse(
         else:
             items = source
         return _fold(items, state, normalizer)
-    state.model = recording.meta.get("model")
+    state.model = recording.model
     part: Optional[Recording] = recording
     while part is not None:  # an answer that was continued: one state per part, the last one returned
         state = _fold((item for _, item in recording_items(part)), state, normalizer)
         part = part.following
         if part is not None:
-            state = state.next_part(state.text[: part.carried] if part.carried is not None else None)
+            state = state.next_part(keep=part.carried)
             normalizer = Normalizer(api, provider, think_tags=think_tags)
     return state
 

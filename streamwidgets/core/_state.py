@@ -13,9 +13,9 @@ tool calls, timings, limits — is the part's own; `state.parts` lists them all.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Optional, Union, get_args
+from typing import TYPE_CHECKING, Literal, Optional, Union, get_args, overload
 
 from ._errors import spent
 from ._events import (
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StreamState",
+    "Parts",
     "ToolCall",
     "ToolCalls",
     "Citations",
@@ -259,6 +260,75 @@ class Warnings(list[str]):
             self[-1] = summary
 
 
+class _Carry:
+    """How a continued part starts: the first `cut` characters of the text of the part before it
+    (`previous`, across its parts), then `extra`; and all of its reasoning. `length` and
+    `reasoning_length` are what it carries, in characters. `text` and `reasoning` hold what it
+    carries once built (`StreamState._across`) while it is the newest part; `followed` says a
+    later part was made from it."""
+
+    __slots__ = ("cut", "extra", "followed", "length", "number", "previous", "reasoning", "reasoning_length", "text")
+
+    def __init__(self, previous: StreamState, number: int, cut: int, extra: str, reasoning_length: int) -> None:
+        self.previous = previous
+        self.number = number
+        self.cut = cut
+        self.extra = extra
+        self.length = cut + len(extra)
+        self.reasoning_length = reasoning_length
+        self.text: Optional[str] = None
+        self.reasoning: Optional[str] = None
+        self.followed = False
+
+
+class Parts(Sequence["StreamState"]):
+    """The parts of an answer up to one of them (`state.parts`, `state.earlier`), first to last:
+    a view that follows each part's link to the one before it, so that it costs nothing to make
+    and its length nothing to read. Reads like a tuple (index, slice, iterate, compare)."""
+
+    __slots__ = ("_count", "_last")
+
+    def __init__(self, last: Optional[StreamState], count: int) -> None:
+        self._last = last
+        self._count = count if last is not None else 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _all(self) -> tuple[StreamState, ...]:
+        out: list[StreamState] = []
+        part = self._last
+        while part is not None and len(out) < self._count:
+            out.append(part)
+            part = part._carry.previous if part._carry is not None else None
+        out.reverse()
+        return tuple(out)
+
+    @overload
+    def __getitem__(self, index: int) -> StreamState: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[StreamState, ...]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[StreamState, tuple[StreamState, ...]]:
+        if isinstance(index, int) and index in (-1, self._count - 1) and self._last is not None:
+            return self._last
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[StreamState]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Parts, tuple, list)):
+            return self._all() == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Parts({list(self._all())!r})"
+
+
 @dataclass(frozen=True)
 class StreamErrorInfo:
     """How the provider said it failed: its message, its code, the HTTP status if there was one."""
@@ -343,12 +413,9 @@ class StreamState:
     #: them (`logprobs=`) and the provider sent them; their texts joined are `part_text` (or its
     #: start). A class default, as `retry`: only an answer with logprobs has a list of its own.
     tokens: Sequence[Token] = field(default=(), init=False, repr=False, compare=False)
-    #: The parts of the answer before this one (`next_part()`); empty for a first part.
-    earlier: tuple[StreamState, ...] = field(default=(), init=False, repr=False, compare=False)
-    #: The answer so far, carried from the earlier parts, shown before this part's own. Class
-    #: defaults, as `retry`: only a continued part has them as its own attributes.
-    _carried_text = ""
-    _carried_reasoning = ""
+    #: How a continued part starts from the part before it (`next_part()`, `_Carry`). A class
+    #: default, as `retry`: only a continued part has one of its own.
+    _carry: Optional[_Carry] = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Every growing text is a list of pieces joined when read: linear however it is cut.
@@ -372,7 +439,11 @@ class StreamState:
     @property
     def text(self) -> str:
         """The answer so far, byte for byte, across its parts."""
-        return self._carried_text + self.part_text if self._carried_text else self.part_text
+        carry = self._carry
+        if carry is None or not carry.length:
+            return self.part_text
+        carried = carry.text if carry.text is not None else self._across(reasoning=False)
+        return carried + self.part_text
 
     @property
     def part_text(self) -> str:
@@ -384,10 +455,17 @@ class StreamState:
     @property
     def reasoning(self) -> str:
         """The reasoning / thinking text so far, across its parts; "" when none."""
+        own = self._own_reasoning()
+        carry = self._carry
+        if carry is None or not carry.reasoning_length:
+            return own
+        carried = carry.reasoning if carry.reasoning is not None else self._across(reasoning=True)
+        return carried + own
+
+    def _own_reasoning(self) -> str:
         if len(self._reasoning) > 1:
             self._reasoning[:] = ["".join(self._reasoning)]
-        own = self._reasoning[0] if self._reasoning else ""
-        return self._carried_reasoning + own if self._carried_reasoning else own
+        return self._reasoning[0] if self._reasoning else ""
 
     @property
     def refusal(self) -> Optional[str]:
@@ -404,16 +482,29 @@ class StreamState:
     @property
     def text_length(self) -> int:
         """`len(text)`, without joining anything."""
-        return len(self._carried_text) + self._text_len
+        carry = self._carry
+        return carry.length + self._text_len if carry is not None else self._text_len
 
     @property
     def reasoning_length(self) -> int:
-        return len(self._carried_reasoning) + self._reasoning_len
+        carry = self._carry
+        return carry.reasoning_length + self._reasoning_len if carry is not None else self._reasoning_len
 
     @property
-    def parts(self) -> tuple[StreamState, ...]:
+    def part_number(self) -> int:
+        """Which part of the answer this is: 1, or more after a Continue or a tool step."""
+        return self._carry.number if self._carry is not None else 1
+
+    @property
+    def parts(self) -> Parts:
         """Every part of the answer, this one last (one part unless it was continued)."""
-        return (*self.earlier, self)
+        return Parts(self, self.part_number)
+
+    @property
+    def earlier(self) -> Parts:
+        """The parts of the answer before this one (`next_part()`); empty for a first part."""
+        carry = self._carry
+        return Parts(carry.previous if carry is not None else None, self.part_number - 1)
 
     @property
     def output_length(self) -> int:
@@ -717,16 +808,89 @@ class StreamState:
             self.status = "incomplete"
             self.incomplete_reason = reason
 
-    def next_part(self, text: Optional[str] = None) -> StreamState:
+    def next_part(self, text: Optional[str] = None, *, keep: Optional[int] = None) -> StreamState:
         """The state of the next part of this answer (Continue): it starts with the whole answer
         so far — its text (or `text`, the answer as the next request carries it: a Messages
-        prefill is trimmed), reasoning and citations — and everything else of its own."""
+        prefill is trimmed; or its first `keep` characters, as a recording says it), reasoning
+        and citations — and everything else of its own.
+
+        Each part keeps only its own text: the next one holds a link to this one and how much
+        of its text it carries (`_Carry`), so an answer of n parts costs memory linear in its
+        length, not n copies of the answer so far."""
         following = StreamState(model=self.model, provider=self.provider, origin=self.origin)
-        following.earlier = self.parts
-        following._carried_text = self.text if text is None else text
-        following._carried_reasoning = self.reasoning
+        total = self.text_length
+        extra = ""
+        if text is None:
+            cut = total if keep is None else max(0, min(keep, total))
+        else:
+            whole = self.text
+            if whole.startswith(text):  # the answer so far, or its start (a trimmed prefill)
+                cut = len(text)
+            elif text.startswith(whole):  # more after it (a tool step's new paragraph)
+                cut, extra = total, text[total:]
+            else:  # another text altogether: kept whole
+                cut, extra = 0, text
+        carry = _Carry(self, self.part_number + 1, cut, extra, self.reasoning_length)
+        mine = self._carry
+        if mine is not None:
+            mine.followed = True
+        if text is not None:
+            carry.text = text
+            if mine is not None:
+                mine.text = None  # the next part holds the answer so far now
+        following._carry = carry
         following.citations = Citations(self.citations, limit=self.citations.limit)
         return following
+
+    def _across(self, *, reasoning: bool) -> str:
+        """What this part carries of the parts before it (their text or their reasoning),
+        built from the nearest part that holds it whole (or the first part), part by part.
+
+        Only the newest part keeps what it built (`_Carry.text`): once a later part was made,
+        it takes that over, so however many parts there are, about one copy of the answer so far
+        is held. An earlier part's `text` is built anew each time it is read."""
+        carry = self._carry
+        assert carry is not None
+        chain: list[_Carry] = []
+        base = ""
+        link: Optional[_Carry] = carry
+        while link is not None:
+            held = link.reasoning if reasoning else link.text
+            if held is not None:
+                base = held
+                if link is not carry and link.followed:  # handed on to this later part
+                    if reasoning:
+                        link.reasoning = None
+                    else:
+                        link.text = None
+                break
+            chain.append(link)
+            link = link.previous._carry
+        pieces = [base] if base else []
+        length = len(base)
+        for link in reversed(chain):
+            own = link.previous._own_reasoning() if reasoning else link.previous.part_text
+            if own:
+                pieces.append(own)
+                length += len(own)
+            if reasoning:
+                continue
+            while pieces and length - len(pieces[-1]) >= link.cut:  # cut back to what it carries
+                length -= len(pieces.pop())
+            if length > link.cut:
+                last = pieces.pop()
+                pieces.append(last[: len(last) - (length - link.cut)])
+                length = link.cut
+            if link.extra:
+                pieces.append(link.extra)
+                length += len(link.extra)
+        built = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        if not carry.followed:
+            if reasoning:
+                carry.reasoning = built
+            else:
+                carry.text = built
+        return built
 
     # ------------------------------------------------------------------ helpers
 

@@ -31,6 +31,7 @@ import httpx
 
 from ..core import _formatting as formatting
 from ..core._limits import DEFAULT_LIMITS, Limits
+from ..core._options import check_options
 from ..core._providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from ..core._redact import Redactor
 from ..core._tools import Tool, as_tools
@@ -254,6 +255,7 @@ def make_request(
     max_citations: int = DEFAULT_LIMITS.citations,
     max_warnings: int = DEFAULT_LIMITS.warnings,
     local_model: Optional[str] = None,
+    extra_body: Optional[Mapping[str, Any]] = None,
     **params: Any,
 ) -> StreamRequest:
     """Build a request from a prompt (or a list of messages) and a provider preset.
@@ -279,7 +281,9 @@ def make_request(
     Messages API has none: a ValueError says so). `tools=[fn, ...]` offers Python functions to
     the model (their schemas come from the signatures and docstrings, `core/_tools.py`); a list of
     ready schemas (dicts) goes into the body as it is. Any other keyword (temperature, max_tokens,
-    ...) goes into the request body.
+    ...) goes into the request body if the API (or the preset's server) documents it; a near miss
+    of a known option is a `ValueError` that names the one meant (`temprature` → `temperature`),
+    and a field of the provider's own goes in `extra_body={...}`, unchecked.
     Nothing is started or sent here.
     """
     limits = Limits(
@@ -301,6 +305,9 @@ def make_request(
     else:
         preset = CUSTOM if provider is None and base_url is not None else get_provider(provider)
     chosen_api = preset.check_api(api or preset.default_api)
+    check_options(params, chosen_api, preset.name)
+    if extra_body:
+        params.update(extra_body)
     check_logprobs(params.get("logprobs"), chosen_api)  # `logprobs=N`: each dialect writes it (dialects/_logprobs)
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
     if system:

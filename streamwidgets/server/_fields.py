@@ -24,63 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..core._options import FIELDS, STAND_IN_EXTRAS
 from ._errors import Rejection, json_kind
 
 __all__ = ["FIELDS", "STAND_IN_EXTRAS", "accepted_fields", "check_body", "unrecognized"]
-
-
-def _fields(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-#: The body fields of each API, from its reference: OpenAI chat completions, OpenAI Responses,
-#: Anthropic Messages, OpenAI's legacy completions (Engy's `/completions`). `demo` is this server's.
-FIELDS: dict[str, frozenset[str]] = {
-    "chat": _fields(
-        "model messages audio frequency_penalty function_call functions logit_bias logprobs "
-        "max_completion_tokens max_tokens metadata modalities moderation n parallel_tool_calls prediction "
-        "presence_penalty prompt_cache_key prompt_cache_options prompt_cache_retention reasoning_effort "
-        "response_format safety_identifier seed service_tier stop store stream stream_options temperature "
-        "tool_choice tools top_logprobs top_p user verbosity web_search_options demo"
-    ),
-    "responses": _fields(
-        "model input access_programs background background_options context_management conversation image "
-        "include instructions max_output_tokens max_tool_calls metadata moderation parallel_tool_calls "
-        "previous_response_id prompt prompt_cache_key prompt_cache_options prompt_cache_retention reasoning "
-        "safety_identifier service_tier store stream stream_options temperature text tool_choice tools "
-        "top_logprobs top_p truncation user demo"
-    ),
-    "messages": _fields(
-        "model messages max_tokens cache_control container context_management diagnostics inference_geo "
-        "mcp_servers metadata output_config service_tier speed stop_sequences stream system temperature "
-        "thinking tool_choice tools top_k top_p user_profile_id workspace_id demo"
-    ),
-    "completions": _fields(
-        "model prompt best_of echo frequency_penalty logit_bias logprobs max_tokens n presence_penalty seed "
-        "stop stream stream_options suffix temperature top_p user demo"
-    ),
-}
-
-#: Chat fields of the presets the default route stands in for, beyond OpenAI's (their API pages).
-STAND_IN_EXTRAS: dict[str, frozenset[str]] = {
-    "perplexity": _fields(
-        "search_mode search_domain_filter search_recency_filter search_after_date_filter "
-        "search_before_date_filter last_updated_after_filter last_updated_before_filter return_images "
-        "return_related_questions image_domain_filter image_format_filter disable_search "
-        "enable_search_classifier top_k"
-    ),
-    "mistral": _fields("safe_prompt random_seed prompt_mode"),
-    "groq": _fields(
-        "reasoning_format include_reasoning search_settings documents citation_options compound_custom "
-        "disable_tool_validation"
-    ),
-    "openrouter": _fields(
-        "models route provider transforms plugins reasoning usage top_k min_p top_a repetition_penalty debug"
-    ),
-    "deepseek": _fields("thinking"),
-    "gemini": _fields("extra_body"),  # Gemini's own options ride in a nested `extra_body` object
-    "local servers": _fields("top_k min_p repetition_penalty chat_template_kwargs"),  # vLLM, llama.cpp
-}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,15 @@
 Widgets render only where a kernel (or saved widget state) is around; nbconvert HTML, GitHub and
 nbviewer show a saved notebook's other mimetypes instead (nbconvert skips the widget view when no
 widget state was saved). So the output carries the widget view plus, once the stream ends, the
-answer itself, with a status line that says how it ended and, when it ended short, why.
+answer itself — the reasoning, the tool cards, the answer and its sources as the panes drew them —
+with a status line that says how it ended and, when it ended short, why.
+
+A notebook runner (`jupyter nbconvert --execute`, papermill, Jupyter Book) saves the widget state,
+and nbconvert then picks the widget view, which only a widget manager loaded from a CDN can draw:
+offline the page showed nothing. Nobody watches a runner's answers live, so what it saves is the
+answer alone, without the widget view (`keeps_widget`); every exporter and viewer then shows the
+HTML form, with or without a network. Voila, which runs a notebook the same way but draws its
+widgets live, keeps it.
 
 The answer is model output: its markdown and HTML forms are made in `streamwidgets.markdown`
 (`static_markdown`, `static_html`); this module assembles the bundle. No form ever contains more
@@ -12,17 +20,19 @@ than the answer and its status — no request, no key.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..core._formatting import STATUS_WORDS, origin
 from ..core._state import StreamState
-from ..markdown import safe_markdown, static_html, static_markdown
+from ..markdown import escape_html, safe_markdown, static_html, static_markdown
+from ._cells import under_runner
 from ._toolcalls import shown_calls, tool_calls_text
 
 if TYPE_CHECKING:
     from ._view import StreamView
 
-__all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line"]
+__all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line", "keeps_widget"]
 
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 _PLAIN_LIMIT = 2000
@@ -60,10 +70,48 @@ def placeholder_bundle(widget: Any, model: Optional[str]) -> dict[str, Any]:
     return {**_widget_part(widget), "text/plain": f"[streaming an answer{who}; the live view needs a running kernel]"}
 
 
+def keeps_widget(shell: Any) -> bool:
+    """Whether the answers of the cell `shell` runs now are saved with their widget view: not
+    under a notebook runner (see the module's docstring), unless that runner is Voila's."""
+    return not under_runner(shell) or os.environ.get("SERVER_SOFTWARE", "").startswith("voila/")
+
+
+def _static_parts(view: StreamView) -> str:
+    """The reasoning, the tool cards, the answer and the sources as the panes drew them (each
+    already safe), top to bottom as the view shows them."""
+    answer = view.answer_html()  # first: it draws a state not drawn yet
+    parts = []
+    reasoning = view.reasoning
+    if reasoning is not None and reasoning.markdown is not None and reasoning.widget is not None:
+        title = escape_html(str((reasoning.widget.titles or ("Reasoning",))[0]))
+        parts.append(
+            '<div class="sw-static-reasoning" style="border-left:3px solid rgba(127,127,127,0.45);'
+            'padding-left:0.8em;margin-bottom:0.8em">'
+            f'<div class="sw-section-title"><em>{title}</em></div>{reasoning.markdown.html}</div>'
+        )
+    tools = view.tool_calls_html()
+    if tools:  # a card's own look is the view's stylesheet, which a saved output does not carry
+        parts.append(
+            '<div class="sw-static-tools" style="border:1px solid rgba(127,127,127,0.35);border-radius:4px;'
+            f'padding:0.3em 0.8em;margin-bottom:0.8em">{tools}</div>'
+        )
+    parts.append(answer)
+    citations = view.citations
+    if citations is not None and citations.widget is not None:
+        parts.append(f'<div class="sw-static-sources">{citations.widget.value}</div>')
+    return "".join(parts)
+
+
 def final_bundle(
-    view: StreamView, model: Optional[str], badge: Optional[str] = None, note: Optional[str] = None
+    view: StreamView,
+    model: Optional[str],
+    badge: Optional[str] = None,
+    note: Optional[str] = None,
+    *,
+    widget: bool = True,
 ) -> dict[str, Any]:
-    """The view's answer as text/plain, safe text/markdown and safe text/html, next to its widget.
+    """The view's answer as text/plain, safe text/markdown and safe text/html, next to its widget
+    (`widget=False`: the answer alone, what a notebook runner saves; see `keeps_widget`).
 
     After the end, or with `note` (why the answer so far is saved while it still streams). Error
     texts go through the view's `redact`, as in the problem box.
@@ -77,10 +125,10 @@ def final_bundle(
     calls = view.redact(tool_calls_text(shown_calls(state)))  # a tool loop's timeline, before the answer
     head = f"{calls}\n\n" if calls else ""
     return {
-        **_widget_part(view.widget),
+        **(_widget_part(view.widget) if widget else {}),
         "text/plain": f"{head}{plain}\n\n{footer}" if plain else f"{head}{footer}",
         "text/markdown": (safe_markdown(head.replace("\n", "  \n", calls.count("\n"))) if head else "")
         + static_markdown(text, status, why),
-        "text/html": static_html(view.tool_calls_html() + view.answer_html(), status, why)
+        "text/html": static_html(_static_parts(view), status, why)
         + (view.tokens.static_html() if view.tokens is not None else ""),
     }

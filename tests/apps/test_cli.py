@@ -468,3 +468,12 @@ def test_messages_name_the_clis_own_flags_not_python_keywords() -> None:
     said = run.stdout + run.stderr
     assert "`--offline`" in said and "streamwidgets replay FILE" in said, run.describe()
     assert "offline=True" not in said and "sw.replay" not in said
+
+
+def test_a_misspelled_body_field_names_the_one_meant_and_a_key_never_rides_on_p() -> None:
+    typo = cli("ask", "hi", "-p", "temprature=0.3")
+    assert typo.returncode != 0 and "did you mean temperature=?" in typo.stderr
+    assert_no_traceback(typo)
+    keyed = cli("ask", "hi", "--provider", "openai", "-p", "api_key=sk-SENTINEL-123")
+    assert keyed.returncode != 0 and "is not a body field" in keyed.stderr
+    assert "sk-SENTINEL-123" not in keyed.stderr + keyed.stdout

@@ -8,7 +8,7 @@ replaces the fields it carries).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 from .._errors import error_from_object
 from .._events import (
@@ -45,6 +45,15 @@ def messages_usage(usage: Mapping[str, Any]) -> Usage:
     completion = count(usage.get("output_tokens"))
     total = prompt + completion if prompt is not None and completion is not None else None
     return Usage(prompt, completion, total, read, None, None)
+
+
+#: A block's `index` that is no whole number (a list, an object) cannot say which block it is.
+_NO_INDEX = "{} came with a content block index that is not a whole number and was skipped"
+
+
+def _index(value: Any) -> Optional[int]:
+    """A content block's `index` as sent: a whole number, else None (it names no block)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 #: Messages requires a token limit; this one is sent when the caller gives none.
@@ -189,8 +198,12 @@ class MessagesDialect:
 
     def _start(self, index: Any, block: Mapping[str, Any]) -> list[Event]:
         kind = block.get("type")
-        remember(self._blocks, index, kind if isinstance(kind, str) else "")
+        index = _index(index)
+        if index is not None:
+            remember(self._blocks, index, kind if isinstance(kind, str) else "")
         if kind == "tool_use":
+            if index is None:
+                return [Problem(_NO_INDEX.format("a tool call"))]
             return [ToolCallDelta(("block", index), string(block.get("id")), string(block.get("name")))]
         if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
             return [TextDelta(block["text"])]
@@ -208,6 +221,9 @@ class MessagesDialect:
             return [ReasoningDelta(text)] if isinstance(text, str) and text else []
         if kind == "input_json_delta":
             partial = delta.get("partial_json")
+            index = _index(index)
+            if index is None:
+                return [Problem(_NO_INDEX.format("a tool call's arguments"))]
             if self._blocks.get(index) == "tool_use" and isinstance(partial, str) and partial:
                 return [ToolCallDelta(("block", index), arguments=partial)]
             return []

@@ -157,6 +157,12 @@ _NOT_TOLD = (
 _RETRY_IGNORED = "a retry: line of {:,} digits (no reconnection time) was ignored"
 
 
+def _unreadable(exc: Exception) -> Problem:
+    """An event a dialect's reader failed on (a field of a shape no reader foresaw), in words:
+    the stream goes on without it. Only the exception's type is said: its text may quote the event."""
+    return Problem(f"an event could not be read ({type(exc).__name__}) and was skipped")
+
+
 class WholeBody(NamedTuple):
     """What a body that is no event stream looks like, in words, and the events of the whole
     answer or error it holds ([] when it holds neither)."""
@@ -311,6 +317,8 @@ class Normalizer:
                 out += translate(sse)
             except RecursionError:  # JSON is guarded in `_json`; this is for any other reader a deep event trips
                 out.append(Problem(_TOO_DEEP))
+            except Exception as exc:  # a shape no reader foresaw: that event is lost, never the others
+                out.append(_unreadable(exc))
         if dialect.notes:
             self._say(dialect.notes, out)
         return out
@@ -343,6 +351,8 @@ class Normalizer:
                 out += self.dialect.translate(sse)
             except RecursionError:
                 out.append(Problem(_TOO_DEEP))
+            except Exception as exc:
+                out.append(_unreadable(exc))
         if self.dialect.notes:
             self._say(self.dialect.notes, out)
         return out
