@@ -14,7 +14,7 @@ provider's own `demo` object; the embedded provider checks bodies against the sa
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 __all__ = ["FIELDS", "STAND_IN_EXTRAS", "LOCAL_SERVER_FIELDS", "PACKAGE_OPTIONS", "check_options"]
 
