@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: How to get real answers with no key and no network, on a machine without the extra.
-LOCAL_EXTRA = 'pip install "streamwidgets[local]", then streamwidgets pull'
+LOCAL_EXTRA = 'pip install ".[local]" (in a checkout of streamwidgets), then streamwidgets pull'
 
 
 #: What the header, the terminal and the static answer call each phase.

@@ -836,7 +836,7 @@ Here are some things you can try:
   - `demo-slow`, `demo-stall`, `demo-error` — what a bad day looks like
 - Press **Cancel** while I'm writing: the connection closes and I stop immediately.
 
-For real answers offline, install a local model: `pip install "streamwidgets[local]"`, then `streamwidgets pull`.
+For real answers offline, install a local model: `pip install ".[local]"`, then `streamwidgets pull`.
 
 Bonne découverte ! ✨
 """,
@@ -847,7 +847,7 @@ Bonne découverte ! ✨
 NO_LESSON = Lesson(
     title="none",
     keywords=(),
-    text=f"""This is the scripted offline demo: it has no lesson about that, so it cannot answer it. For real answers offline, install a local model: `pip install "streamwidgets[local]"`, then `streamwidgets pull`.
+    text=f"""This is the scripted offline demo: it has no lesson about that, so it cannot answer it. For real answers offline, install a local model: `pip install ".[local]"`, then `streamwidgets pull`.
 
 The demo has lessons about {_topics()}, and it works out small sums such as *2 + 3 × 4*.
 """,

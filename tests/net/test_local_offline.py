@@ -32,6 +32,7 @@ import pytest
 
 import streamwidgets as sw
 from streamwidgets.core import StreamState
+from streamwidgets.core._formatting import LOCAL_EXTRA
 from streamwidgets.net import as_source
 from streamwidgets.net._request import OFFLINE_ENV
 from streamwidgets.net._sources import script_note
@@ -260,7 +261,7 @@ def test_without_the_extra_the_demo_answers_with_the_install_line_and_provider_l
     )
     status, origin, script, provider, note = seen["plain"]
     assert [status, origin, script, provider] == ["complete", "offline demo", "closures", "openai"]
-    assert note.endswith('For real answers offline: pip install "streamwidgets[local]", then streamwidgets pull.')
+    assert note.endswith(f"For real answers offline: {LOCAL_EXTRA}.")
     status, message, text = seen["local"]
     assert status == "error" and text == ""
     assert MISSING_MESSAGE in message and "\n" not in message and "Traceback" not in message

