@@ -105,7 +105,8 @@ class TerminalPrinter:
             if state.tokens_per_second:
                 parts.append(formatting.rate(state.tokens_per_second))
             if state.retry is not None and state.retry.tries > 1:
-                parts.append(f"after {state.retry.tries} tries")
+                took = state.retry.took(state)
+                parts.append(f"after {state.retry.tries} tries" + (f" over {formatting.seconds(took)}" if took else ""))
             lines.append(f"[{' · '.join(parts)}]")
         for line in lines:
             self._out.write(printable(line) + "\n")

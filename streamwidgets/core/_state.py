@@ -367,6 +367,14 @@ class RetryNote:
     reason: str
     until: Optional[float] = None
     retries: int = 0
+    #: When the first try was sent (the state's clock restarts with each try, so that time to
+    #: first token is the model's): how long all the tries took is told from here.
+    since: Optional[float] = None
+
+    def took(self, state: StreamState) -> Optional[float]:
+        """Seconds from the first try to the end of `state` (None while unknown)."""
+        end = state.ended_at if state.ended_at is not None else state.last_event_at
+        return None if self.since is None or end is None else max(0.0, end - self.since)
 
 
 @dataclass

@@ -33,8 +33,8 @@ from ..core._events import Event, Problem
 from ..core._feed import Feed, Item, StreamBroke, slices
 from ..core._state import StreamState
 from ._reads import PAUSE, Pause
-from ._recording import Recorder
-from ._sources import TOOL_STEP_BREAK, Live, Source
+from ._recording import RecordTarget
+from ._sources import TOOL_STEP_BREAK, Live, Replay, Source
 from ._tool_runner import ToolLoop, run_calls
 
 __all__ = ["Stream", "pump", "on_every_part"]
@@ -95,6 +95,9 @@ class Stream:
         self.state = StreamState()
         self.notify = notify
         self.record = record
+        # Checked now, before anything is sent: a path whose file would be lost is refused.
+        replaying = source.recording.path if isinstance(source, Replay) and source.recording is not None else None
+        self._target = RecordTarget(record, replaying=replaying) if record is not None else None
         self.pause = pause
         self._more = parts - 1
         self._badge_shown = badge_shown
@@ -144,12 +147,12 @@ class Stream:
                     self._next_part(following, following.carried(self.state))
             self._started = True
             self.steps += 1
-            part = len(self.state.parts)
+            part = self.state.part_number
             batches = pump(
                 self.source,
                 self.state,
                 notify=self.notify,
-                record=self.record,
+                record=self._target,
                 part=part,
                 badge_shown=self._badge_shown,
                 pause=self.pause,
@@ -214,14 +217,15 @@ async def pump(
     state: StreamState,
     *,
     notify: Optional[Notify] = None,
-    record: Optional[PathLike] = None,
+    record: Union[PathLike, RecordTarget, None] = None,
     part: int = 1,
     badge_shown: bool = False,
     pause: Pause = PAUSE,
 ) -> AsyncGenerator[Sequence[Event], None]:
     """Stream one part of an answer from `source` into `state`, yielding each batch of events.
 
-    `record` writes the part into a recording (part 1 starts the file, later parts are appended);
+    `record` writes the part into a recording (part 1 starts the file, later parts are appended;
+    a path is checked here, a stream's `RecordTarget` when the stream was made: `net._recording`);
     `badge_shown` says a view shows where the answer comes from, so an offline stand-in needs no
     warning in the state; `pause` bounds how often a network read wakes while the part flows (the
     view's frame pace, or longer when nobody watches). Provider and network failures never raise:
@@ -236,9 +240,10 @@ async def pump(
     feed.begin()
     if source.stand_in and not badge_shown:
         yield feed.push([Problem(source.stand_in)])
+    target = record if isinstance(record, RecordTarget) or record is None else RecordTarget(record, adopt=part > 1)
     recorder = (
-        Recorder(record, source.recording_meta(), part=part, carried=state.text_length, redactor=redactor)
-        if record is not None
+        target.recorder(source.recording_meta(), part=part, carried=state.text_length, redactor=redactor)
+        if target is not None
         else None
     )
     items = source.items(feed, recorder, pause)

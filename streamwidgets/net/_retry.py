@@ -182,6 +182,7 @@ async def retrying(
     import anyio  # the async edge only: the policy above needs no event loop
 
     tries = 1
+    since = state.started_at  # the first try's; each later try restarts the state's clock
     while True:
         items = attempt()
         try:
@@ -205,12 +206,12 @@ async def retrying(
             await aclose()
         assert isinstance(error, ErrorEvent)
         reason = retry_reason(error) or "turned away"
-        state.retrying(RetryNote(tries=tries, until=clock() + wait, reason=reason, retries=policy.retries))
+        state.retrying(RetryNote(tries=tries, until=clock() + wait, reason=reason, retries=policy.retries, since=since))
         notify()
         await anyio.sleep(wait)
         tries += 1
         if restart is not None:
             restart()
         state.begin(clock())
-        state.retrying(RetryNote(tries=tries, until=None, reason=reason, retries=policy.retries))
+        state.retrying(RetryNote(tries=tries, until=None, reason=reason, retries=policy.retries, since=since))
         notify()

@@ -53,7 +53,10 @@ def retry_words(state: StreamState, now: Optional[float], word: str) -> str:
         left = math.ceil(retry.until - now) if now is not None else 0
         when = f"in {left} s" if left > 0 else "now"
         return f"{retry.reason} — retrying {when} (try {retry.tries + 1} of {retry.retries + 1})"
-    return f"{word} · after {retry.tries} tries" if retry.tries > 1 else word
+    if retry.tries <= 1:
+        return word
+    took = retry.took(state)
+    return f"{word} · after {retry.tries} tries" + (f" over {formatting.seconds(took)}" if took is not None else "")
 
 
 def header_html(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -14,6 +15,7 @@ import pytest
 
 from streamwidgets import arun, make_request
 from streamwidgets.core._events import ErrorEvent
+from streamwidgets.core._formatting import seconds
 from streamwidgets.core._recordings import load_recording
 from streamwidgets.net import Stream, as_source
 from streamwidgets.net._retry import RetryPolicy, retry_reason, wait_hint
@@ -101,7 +103,9 @@ def test_each_api_retries_a_503_twice_and_says_how_many_tries(demo_server: DemoS
         )
     )
     assert state.status == "complete" and state.retry is not None and state.retry.tries == 3
-    assert "after 3 tries" in header_html(state)
+    took = state.retry.took(state)
+    assert took is not None and state.elapsed is not None and took > state.elapsed  # all tries, not the last
+    assert f"after 3 tries over {seconds(took)}" in header_html(state)
 
 
 def test_the_terminal_says_it_waits_and_how_many_tries_it_took(demo_server: DemoServer):
@@ -120,7 +124,22 @@ def test_the_terminal_says_it_waits_and_how_many_tries_it_took(demo_server: Demo
     printer.finish()
     text = out.getvalue()
     assert text.startswith("(rate limited by the provider — retrying in 2 s, try 2 of 4)\n**Server-Sent Events")
-    assert "after 2 tries]" in text
+    assert re.search(r"after 2 tries over [\d.]+ s\]", text), text[-200:]
+
+
+def test_a_dead_port_says_how_long_all_its_tries_took():
+    """Nothing listens: every try fails to connect at once, the waits between them are what
+    takes the time, and the header says so (not the last try's 2 ms)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    state = asyncio.run(arun("Hi", base_url=f"http://127.0.0.1:{port}/v1", model="m", retries=2))
+    assert state.status == "error" and state.retry is not None and state.retry.tries == 3
+    took = state.retry.took(state)
+    assert took is not None and took >= 0.5 and took > (state.elapsed or 0)
+    assert f"after 3 tries over {seconds(took)}" in header_html(state)
 
 
 def test_retries_zero_shows_the_error_at_once_with_its_wait(demo_server: DemoServer):
