@@ -9,7 +9,7 @@ state's warnings (and as a first `Problem` event).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine, Generator
 from types import TracebackType
 from typing import Any, Optional, Union
 
@@ -24,13 +24,13 @@ from ..net._request import Prompt, StreamRequest
 from ..net._sources import Source, as_source
 from ..net._tool_runner import tool_loop
 
-__all__ = ["arun", "run", "astream", "EventStream"]
+__all__ = ["arun", "run", "astream", "EventStream", "Awaited"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 AnySource = Union[Source, StreamRequest, Prompt]
 
 
-async def arun(
+def arun(
     source: AnySource,
     *,
     raise_on_error: bool = False,
@@ -39,7 +39,7 @@ async def arun(
     log: Optional[PathLike] = None,
     parts: int = 1,
     **options: Any,
-) -> StreamState:
+) -> Awaited:
     """Stream one answer and return its final state (scripts, tests, headless use).
 
     `source` is a prompt (a string or a list of messages; `options` then go to `make_request`), a
@@ -52,7 +52,26 @@ async def arun(
     `tool_timeout=` (30) seconds; every step is a part (`state.parts`, each call's `.result`).
     `confirm=True` needs a view to click Run / Skip in, so here it is an error. With `raise_on_error=True`, an error raises `HTTPStatusError` (non-2xx) or `StreamError`, and an
     incomplete stream `IncompleteStreamError`; each carries the state with the partial answer.
+
+    It must be awaited (`state = await sw.arun(...)`): asked for an attribute before that, the
+    call says so instead of Python's bare "'coroutine' object has no attribute 'text'".
     """
+    return Awaited(
+        _arun(source, raise_on_error=raise_on_error, notify=notify, record=record, log=log, parts=parts, **options),
+        "arun",
+    )
+
+
+async def _arun(
+    source: AnySource,
+    *,
+    raise_on_error: bool,
+    notify: Optional[Notify],
+    record: Optional[PathLike],
+    log: Optional[PathLike],
+    parts: int,
+    **options: Any,
+) -> StreamState:
     # Nobody watches the answer grow unless `notify` does: the reads may wake less often.
     pause = PAUSE if notify is not None else UNWATCHED_PAUSE
     stream = _stream(source, options, notify=notify, record=record, log=log, parts=parts, pause=pause)
@@ -62,6 +81,42 @@ async def arun(
     return state
 
 
+_RUN_DEFAULTS: dict[str, Any] = {"raise_on_error": False, "notify": None, "record": None, "log": None, "parts": 1}
+
+
+class Awaited(Coroutine[Any, Any, StreamState]):
+    """A coroutine that says it must be awaited when asked for what only its result has."""
+
+    __slots__ = ("_coroutine", "_name")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, StreamState], name: str) -> None:
+        self._coroutine = coroutine
+        self._name = name
+
+    def send(self, value: Any) -> Any:
+        return self._coroutine.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coroutine.throw(*args)
+
+    def close(self) -> None:
+        self._coroutine.close()
+
+    def __await__(self) -> Generator[Any, None, StreamState]:
+        return self._coroutine.__await__()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"sw.{self._name}(...) has not run yet: await it first — `state = await sw.{self._name}(...)`, then "
+            f"`state.{name}` (in a script: `state = sw.run(...)`)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<sw.{self._name}(...) not awaited yet: `state = await sw.{self._name}(...)`>"
+
+
 def run(source: AnySource, **options: Any) -> StreamState:
     """The blocking form of `arun()`, for scripts. In a notebook use `show()` or `await arun()`."""
     try:
@@ -69,7 +124,7 @@ def run(source: AnySource, **options: Any) -> StreamState:
 
         asyncio.get_running_loop()
     except RuntimeError:
-        return anyio.run(lambda: arun(source, **options))
+        return anyio.run(lambda: _arun(source, **{**_RUN_DEFAULTS, **options}))
     raise RuntimeError("run() blocks, and an event loop is already running here: use `await arun(...)` or `show(...)`")
 
 

@@ -72,8 +72,10 @@ def placeholder_bundle(widget: Any, model: Optional[str]) -> dict[str, Any]:
 
 def keeps_widget(shell: Any) -> bool:
     """Whether the answers of the cell `shell` runs now are saved with their widget view: not
-    under a notebook runner (see the module's docstring), unless that runner is Voila's."""
-    return not under_runner(shell) or os.environ.get("SERVER_SOFTWARE", "").startswith("voila/")
+    under a notebook runner (see the module's docstring), unless that runner is Voila's (which
+    starts its kernels with `VOILA_PREHEAT` and, but for pre-heated ones, `SERVER_SOFTWARE=voila/…`)."""
+    voila = "VOILA_PREHEAT" in os.environ or os.environ.get("SERVER_SOFTWARE", "").startswith("voila/")
+    return voila or not under_runner(shell)
 
 
 def _static_parts(view: StreamView) -> str:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import math
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Generator
 from dataclasses import replace
@@ -125,7 +126,14 @@ class StreamHandle:
 
     @property
     def text(self) -> str:
-        """The whole answer, across Continue parts."""
+        """The whole answer, across Continue parts; while it still streams, the text so far (and a
+        warning that says how to wait for all of it)."""
+        if self._task is not None and not self._task.done():
+            warnings.warn(
+                "the answer is still streaming: this is the text so far; `state = await handle` waits for all of it",
+                UserWarning,
+                stacklevel=2,
+            )
         return self.state.text
 
     @property

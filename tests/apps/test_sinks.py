@@ -269,3 +269,37 @@ def test_the_events_tap_yields_no_more_than_the_answer_limit(kind, demo_server, 
     yielded, state = asyncio.run(main())
     assert len(yielded) == 1000 and yielded == state.text
     assert state.status == "incomplete" and "max_answer_chars=" in state.message
+
+
+def test_forgetting_await_says_what_to_do_and_the_call_still_runs_when_awaited(demo_server):
+    pending = sw.arun("Explain recursion", base_url=demo_server.base_url, model="demo", demo={"tokens_per_second": 0})
+    with pytest.raises(AttributeError, match=r"has not run yet: await it first — `state = await sw.arun\(...\)`"):
+        pending.text  # noqa: B018
+    assert "not awaited yet" in repr(pending)
+    state = asyncio.run(pending)  # still a coroutine: it runs as one
+    assert state.status == "complete"
+
+    async def many() -> list[StreamState]:
+        task = asyncio.create_task(sw.arun("Hi", base_url=demo_server.base_url, model="demo-fast"))
+        both = await asyncio.gather(sw.arun("Hi", base_url=demo_server.base_url, model="demo-fast"), task)
+        return list(both)
+
+    assert [s.status for s in asyncio.run(many())] == ["complete", "complete"]
+
+
+def test_the_text_of_an_unfinished_answer_comes_with_a_hint(demo_server):
+    async def main() -> tuple[list[str], str]:
+        handle = sw.show(
+            "Explain recursion", base_url=demo_server.base_url, model="demo-long",
+            demo={"tokens_per_second": 200, "first_token_delay": 0}, display=False, out=io.StringIO(),
+        )  # fmt: skip
+        while not handle.state.text:
+            await asyncio.sleep(0.02)
+        with pytest.warns(UserWarning, match="still streaming: this is the text so far") as caught:
+            partial = handle.text
+        handle.cancel()
+        await handle
+        return [str(w.message) for w in caught], partial
+
+    said, partial = asyncio.run(main())
+    assert len(said) == 1 and partial

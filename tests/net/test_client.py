@@ -678,7 +678,7 @@ def test_the_scripted_demo_says_which_lesson_it_played(monkeypatch):
     state = run("What is binary search?", provider="openai", demo=fast)
     assert state.status == "complete" and state.script == "binary search"
     note = script_note(state.script)
-    assert note and "binary search" in note and "not read" in note and "streamwidgets[local]" in note
+    assert note and "binary search" in note and "not read" in note and ".[local]" in note
     assert any("offline" in w.lower() for w in state.warnings)  # headless: the stand-in says so
     odd = run("Qwxz plorb?", provider="openai", demo=fast)
     assert odd.script == "none" and "no lesson" in (script_note(odd.script) or "")

@@ -232,7 +232,7 @@ def test_a_question_with_no_lesson_gets_the_reply_that_says_so(server, api: str,
     text = _answer_text(api, response, stream)
     assert text == NO_LESSON.text
     assert text.startswith("This is the scripted offline demo: it has no lesson about that, so it cannot answer it.")
-    assert 'pip install "streamwidgets[local]"' in text
+    assert 'pip install ".[local]"' in text
 
 
 def test_no_lesson_is_short_and_names_what_the_demo_can_answer():
