@@ -25,13 +25,14 @@ Part `threads` — `_host` started directly (a temp `--state` file), `--threads 
 alternating: tokens/s of one answer and the aggregate of three at once.
 Part `slots` — `--slots 1` against `4` (4,096 tokens each): RSS once loaded, after one answer,
 after three at once, and the peak (and the one answer's tokens/s).
+Part `cache` — RSS of one `--slots 4` server after 10, 20, 30, 40 answers to different prompts.
 
 Medians over rounds; the 1-minute load average at the start of each measure beside them (the
 machine is shared). The old contender needs its own venv and the old tree
 (`bash benchmarks/llama_cpp_python_venv.sh` makes both and prints their paths); without
 `--before-venv`/`--before-tree` only ours is measured.
 
-    python benchmarks/bench_local.py                       # main, threads, slots; 5 rounds
+    python benchmarks/bench_local.py                       # main, threads, slots, cache; 5 rounds
     python benchmarks/bench_local.py --rounds 3 $(bash benchmarks/llama_cpp_python_venv.sh | \\
         awk '{print "--before-venv " $1 " --before-tree " $2}') --markdown test-artifacts/bench_local.md
 """
@@ -402,6 +403,21 @@ def slots_round(results: dict[int, Results], round_no: int, tokens: int) -> None
             server.stop()
 
 
+def cache_growth(prompts: int = 40, tokens: int = 64) -> list[tuple[int, float]]:
+    """RSS of a `--slots 4` server after every 10 answers to different prompts, one at a time:
+    llama.cpp keeps idle slots' prompts in RAM (its `cache_ram_mib`), which grows with them."""
+    server = start_host(default_threads(), DEFAULT_SLOTS)
+    try:
+        seen = [(0, memory(server.pid)[0])]
+        for i in range(1, prompts + 1):
+            stream(server, f"Question {i}: tell me a fact about the number {i * 37} and why it matters.", tokens)
+            if i % 10 == 0:
+                seen.append((i, memory(server.pid)[0]))
+        return seen
+    finally:
+        server.stop()
+
+
 # ------------------------------------------------------------------ the report
 
 NAMES = {
@@ -481,7 +497,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=200, help="tokens per long answer (default 200)")
-    parser.add_argument("--parts", default="main,threads,slots", help="main, threads, slots (default: all)")
+    parser.add_argument(
+        "--parts", default="main,threads,slots,cache", help="main, threads, slots, cache (default: all)"
+    )
     parser.add_argument("--before-venv", type=Path, default=None, help="the old contender's python (its venv)")
     parser.add_argument("--before-tree", type=Path, default=None, help="commit 1e45e85's tree (`streamwidgets/`)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the tables to this file")
@@ -521,6 +539,18 @@ def main() -> None:
             slots_round(by_slots, round_no, args.tokens)
             print(f"slots round {round_no + 1} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
         tables.append(render_slots(by_slots, args.rounds))
+    if "cache" in parts:
+        seen = cache_growth()
+        tables.append(
+            f"`_host --slots {DEFAULT_SLOTS}`, one answer of 64 tokens at a time to a different prompt each; VmRSS:\n\n"
+            + "| answers | "
+            + " | ".join(str(n) for n, _ in seen)
+            + " |\n|---|"
+            + "---:|" * len(seen)
+            + "\n| RSS MB | "
+            + " | ".join(f"{rss:.0f}" for _, rss in seen)
+            + " |"
+        )
     text = "\n\n".join(tables)
     print(text)
     if args.markdown is not None:

@@ -29,7 +29,7 @@ from ..core._redact import scrub
 from ..net._pipeline import Stream
 from ..net._request import make_request
 from ..net._sources import Live, Source, replay
-from ._terminal import TerminalPrinter
+from ._terminal import TerminalPrinter, printable
 
 __all__ = ["main"]
 
@@ -71,7 +71,7 @@ def _check_replayable(path: str) -> None:
 async def _replay(args: argparse.Namespace) -> int:
     _check_replayable(args.file)
     source = replay(args.file, speed=args.speed)
-    print(f"({source.labels().note})", file=sys.stderr)
+    print(printable(f"({source.labels().note})"), file=sys.stderr)  # the header's words: a recording's own
     return await _print(source)
 
 
@@ -86,7 +86,10 @@ async def _print(source: Source, *, record: Optional[str] = None, parts: int = 1
     await stream.run()
     printer.finish()
     if stream.state.tokens:
-        print(least_likely_text(stream.state.tokens, simulated=stream.state.script is not None), file=sys.stderr)
+        print(
+            printable(least_likely_text(stream.state.tokens, simulated=stream.state.script is not None)),
+            file=sys.stderr,
+        )
     return 0 if stream.state.status == "complete" else 1
 
 
@@ -240,7 +243,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser, commands = _parsers()
     args, extras = parser.parse_known_args(argv)
     if extras:
-        print(f"streamwidgets {args.command}: {unknown_arguments(extras, commands[args.command])}", file=sys.stderr)
+        print(
+            printable(f"streamwidgets {args.command}: {unknown_arguments(extras, commands[args.command])}"),
+            file=sys.stderr,
+        )
         return 2
     try:
         return _run(args)
@@ -251,7 +257,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _drop_stdout()
         return 1
     except (ValueError, OSError) as exc:
-        print(f"streamwidgets {args.command}: {cli_words(_plain(exc))}", file=sys.stderr)
+        print(printable(f"streamwidgets {args.command}: {cli_words(_plain(exc))}"), file=sys.stderr)
         return 2
 
 
@@ -318,7 +324,7 @@ def _pull(args: argparse.Namespace) -> int:
     try:
         weights = pull(args.name)
     except (PullError, ValueError) as exc:
-        print(f"streamwidgets pull: {exc}", file=sys.stderr)
+        print(printable(f"streamwidgets pull: {exc}"), file=sys.stderr)
         return 1
     print(f"{weights.describe()}: {weights.path}")
     return 0

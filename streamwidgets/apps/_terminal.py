@@ -23,7 +23,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def printable(text: str) -> str:
-    """`text` without terminal control characters (and bidi overrides that disguise text)."""
+    """`text` made safe for a terminal: without control characters other than newline and tab
+    (so an escape sequence — OSC 52 writing the clipboard, a cursor move, a title — loses its
+    ESC, BEL or C1 introducer and is shown as the harmless text it is) and without the bidi
+    overrides that disguise text. Everything a recording, a log, a model or a server said goes
+    through it on its way to a terminal (this printer, the CLI)."""
     return _CONTROL.sub("", text)
 
 
@@ -70,7 +74,8 @@ class TerminalPrinter:
             self._retry_said = retry.tries  # a countdown has no frames here: say it once per wait
             wait = max(0.0, retry.until - self._clock())
             self._status.write(
-                f"({retry.reason} — retrying in {wait:.0f} s, try {retry.tries + 1} of {retry.retries + 1})\n"
+                printable(f"({retry.reason} — retrying in {wait:.0f} s, try {retry.tries + 1} of {retry.retries + 1})")
+                + "\n"
             )
             self._status.flush()
         now = self._clock()

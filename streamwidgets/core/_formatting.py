@@ -64,8 +64,8 @@ def script_note(script: Optional[str], hint: Optional[str] = LOCAL_EXTRA) -> Opt
     if script == "none":
         return f"The scripted demo has no lesson on this question, and says so.{real}"
     if script.startswith("demo-"):
-        return f"A scripted scenario ({script}); your question was not read."
-    return f"A scripted answer about {script}; your question was not read.{real}"
+        return f"A scripted scenario ({script}): prepared, not an answer to your question."
+    return f"A prepared lesson about {script}, picked by words in your question; the scripted demo does not understand it.{real}"
 
 
 def local_note(

@@ -424,6 +424,8 @@ class StreamState:
     #: How a continued part starts from the part before it (`next_part()`, `_Carry`). A class
     #: default, as `retry`: only a continued part has one of its own.
     _carry: Optional[_Carry] = field(default=None, init=False, repr=False, compare=False)
+    #: `citations` is the part before's own list, until this part finds one (then it copies it).
+    _shared_citations: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Every growing text is a list of pieces joined when read: linear however it is cut.
@@ -710,6 +712,9 @@ class StreamState:
             self.usage = event.usage
             self._chars_at_usage = self._output_chars()
         elif type(event) is CitationsFound:
+            if self._shared_citations:  # the earlier parts' list, shared until this part adds to it
+                self.citations = Citations(self.citations, limit=self.citations.limit)
+                self._shared_citations = False
             add = self.citations.add
             for citation in event.citations:
                 add(citation)
@@ -823,8 +828,9 @@ class StreamState:
         and citations — and everything else of its own.
 
         Each part keeps only its own text: the next one holds a link to this one and how much
-        of its text it carries (`_Carry`), so an answer of n parts costs memory linear in its
-        length, not n copies of the answer so far."""
+        of its text it carries (`_Carry`), and shares its citations until it finds one of its
+        own, so an answer of n parts costs memory linear in its length, not n copies of the
+        answer so far (or of a thousand citations)."""
         following = StreamState(model=self.model, provider=self.provider, origin=self.origin)
         total = self.text_length
         extra = ""
@@ -847,7 +853,12 @@ class StreamState:
             if mine is not None:
                 mine.text = None  # the next part holds the answer so far now
         following._carry = carry
-        following.citations = Citations(self.citations, limit=self.citations.limit)
+        cited = self.citations
+        if cited.refused:  # a list that refused some is copied: the next part has refused none yet
+            following.citations = Citations(cited, limit=cited.limit)
+        else:  # shared until the next part finds a citation of its own (see `apply`)
+            following.citations = cited
+            following._shared_citations = True
         return following
 
     def _across(self, *, reasoning: bool) -> str:

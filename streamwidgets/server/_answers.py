@@ -249,9 +249,6 @@ SEARCH_ANSWERS: tuple[SearchAnswer, ...] = (
             "oxygen*",
             "biology*",
             "leaf*",
-            "water*",
-            "rain*",
-            "climate*",
         ),
         query="how does photosynthesis work light reactions Calvin cycle",
         sources=(

@@ -6,7 +6,7 @@ the demo has none: never a well-written answer to another question. A lesson is 
 words of the question (stems and a few synonyms, the same question always gets the same lesson),
 a small sum is worked out exactly, a greeting gets a greeting, and anything else gets the short
 `NO_LESSON` reply. The chosen lesson's title travels in the `X-Demo-Script` header, so that a
-client can say "a scripted answer about binary search; your question was not read".
+client can say "a prepared lesson about binary search, picked by words in your question".
 
 Each lesson answers its question properly, in the markdown a chat model would use; some carry
 accented letters and emoji so that every client's UTF-8 handling is exercised. The reasoning
@@ -57,9 +57,16 @@ def choose_lesson(prompt: str) -> Lesson:
         points = score(text, lesson.keywords)
         if points > best_score:
             best, best_score = lesson, points
-    if best_score == 0 and score(text, GREETING.keywords):
+    if best_score == 0 and _greets(text):
         return GREETING
     return best
+
+
+def _greets(text: str) -> bool:
+    """The question is a greeting: it starts with one ("good morning!", "hi there"), not one that
+    only mentions a greeting ("translate 'good morning' into French")."""
+    opening = text.lstrip(" \t\n\"'¡¿!,.-")
+    return len(text.split()) <= 8 and any(_pattern(keyword).match(opening) for keyword in GREETING.keywords)
 
 
 def score(text: str, keywords: Iterable[str]) -> int:

@@ -107,13 +107,19 @@ def _markdown(base: Script, request: DemoRequest, seed: str) -> Script:
 
 
 def _search(base: Script, request: DemoRequest, seed: str) -> Script:
-    """An answer written from scripted web results: the best keyword match, else a stable hash."""
+    """An answer written from scripted web results: the best keyword match, else a short reply
+    that names the topics the scripted search has results for (never another topic's answer)."""
     text = request.prompt.lower()
     points = [score(text, found.keywords) for found in answers.SEARCH_ANSWERS]
-    if max(points) > 0:
-        found = answers.SEARCH_ANSWERS[points.index(max(points))]
-    else:
-        found = answers.SEARCH_ANSWERS[int(_digest(request.prompt.strip())[:8], 16) % len(answers.SEARCH_ANSWERS)]
+    if max(points) == 0:
+        topics = ", ".join(found.title.removesuffix(" (web search)") for found in answers.SEARCH_ANSWERS)
+        reply = (
+            "This is the scripted offline demo: its web search has results only about "
+            f"{topics}, and none about your question, so it cites nothing. Ask about one of those "
+            "to see an answer with its sources."
+        )
+        return replace(base, label="none", blocks=(TextBlock.of(reply),), search_query=request.prompt[:200])
+    found = answers.SEARCH_ANSWERS[points.index(max(points))]
     sources = tuple(WebSource(title, url) for title, url in found.sources)
     blocks = _cited_blocks([(p.text, p.cites) for p in found.passages])
     return replace(base, label=found.title, blocks=blocks, sources=sources, search_query=found.query)

@@ -148,7 +148,7 @@ def test_demo_streams_the_quickstart_answer_offline() -> None:
     summary = done_line(run)
     assert int(summary["tokens"].replace(",", "")) > 50
     assert summary["rest"] and summary["rest"].endswith("tok/s"), run.notes
-    assert run.notes[0].startswith("[A scripted answer about "), run.notes  # it says what it is
+    assert run.notes[0].startswith("[A prepared lesson about "), run.notes  # it says what it is
     assert len(run.notes) == 2, f"a complete answer has no error line: {run.notes}"
 
 
@@ -201,6 +201,59 @@ def test_replay_prints_the_recorded_answer(greeting: tuple[Run, Path]) -> None:
     assert run.answer == asked.answer
     replayed, live = done_line(run), done_line(asked)
     assert (replayed["tokens"], replayed["prompt"]) == (live["tokens"], live["prompt"])
+
+
+#: OSC 52 sets the clipboard to its base64 ("pwned"); the CSI sequences clear the screen, move the
+#: cursor home and recolour; 0x9b is CSI in one C1 byte.
+OSC_52 = "\x1b]52;c;cHduZWQ=\x07"
+CSI = "\x1b[2J\x1b[1;1H\x1b[31m\x9b0m"
+
+
+def test_replay_prints_no_escape_sequence_from_a_recording(tmp_path: Path) -> None:
+    """The header was printed raw: a recording could write the clipboard of whoever replays it."""
+    text = f"Hello {OSC_52}there{CSI}."
+    sources = {"object": "venym.sources", "sources": [{"url": "https://example.org/a", "title": f"Page{OSC_52}{CSI}"}]}
+    chunk = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": f"m{CSI}",
+        "choices": [{"index": 0, "delta": {"content": text}}],
+    }
+    end = {
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+    }
+    body = "".join(f"data: {json.dumps(obj)}\n\n" for obj in (chunk, sources, end)) + "data: [DONE]\n\n"
+    header = {
+        "streamwidgets_recording": 1,
+        "provider": f"demo{OSC_52}",
+        "api": "chat",
+        "model": f"m{CSI}",
+        "recorded_at": f"2024-05-01T10:00:00Z{OSC_52}{CSI}",
+    }
+    path = tmp_path / "hostile.jsonl"
+    lines = [header, {"t": 0.0, "data": base64.b64encode(body.encode()).decode()}, {"t": 0.1, "end": "complete"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    run = cli("replay", str(path), "--speed", "0")
+    assert run.returncode == 0, run.describe()
+    assert_no_traceback(run)
+    for where, printed in (("stdout", run.stdout), ("stderr", run.stderr)):
+        for byte in ("\x1b", "\x07", "\x9b"):
+            assert byte not in printed, f"{byte!r} reached the terminal's {where}:\n{printed!r}"
+    assert run.stdout.startswith("Hello ]52;c;cHduZWQ=there[2J[1;1H[31m0m.\n")  # shown as the harmless text it is
+    assert "[1] Page]52;c;cHduZWQ=[2J[1;1H[31m0m https://example.org/a" in run.stdout
+    assert "Replay of a recording made 2024-05-01 10:00:00" in run.stderr
+    assert "names a provider streamwidgets does not know" in run.stderr  # said, not a crash
+
+
+def test_record_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    essay = tmp_path / "essay.txt"
+    essay.write_text("Three weeks of work.\n")
+    run = cli("ask", "hi", "--provider", "demo", *FAST, "--record", str(essay))
+    assert run.returncode == 2, run.describe()
+    assert_no_traceback(run)
+    assert f"cannot record to {essay}: it exists and is not a streamwidgets recording" in run.stderr
+    assert essay.read_text() == "Three weeks of work.\n" and run.stdout == ""
 
 
 def test_ask_reads_the_prompt_from_stdin() -> None:

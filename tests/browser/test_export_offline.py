@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from kernels import SENTINEL, WIDGET_MIMETYPE, kernel_env, kernel_manager
 from notebook_driver import ARTIFACTS
+from widget_harness import markup_problems
 
 import streamwidgets as sw
 from streamwidgets.server import DemoServer
@@ -108,6 +109,7 @@ def test_the_saved_notebook_holds_each_answer_without_a_widget_view(exported: tu
         [output] = [o for o in cell.outputs if o["output_type"] == "display_data"]
         assert WIDGET_MIMETYPE not in output["data"]
         assert {"text/plain", "text/markdown", "text/html"} <= set(output["data"])
+        assert markup_problems(output["data"]["text/html"]) == []  # the panes' safe render, hostile input too
     reasoning, search, tools = (nb.cells[i].outputs[0]["data"]["text/html"] for i in range(3))
     assert "sw-static-reasoning" in reasoning and "sw-static-sources" in search and "sw-tool-name" in tools
     page = html.read_text()

@@ -219,3 +219,27 @@ def test_a_recording_of_thirty_thousand_parts_costs_linear_memory(tmp_path, text
     parts = list(state.parts)
     assert parts[0].text == "Start. " and parts[-1] is state and state.parts[-2] is parts[-2]
     assert parts[n // 2].text == "Start. " + text * (n // 2)
+
+
+def test_parts_after_a_thousand_citations_share_them(tmp_path):
+    """Each part copied the citations so far: a first part citing 1,000 pages, then 30,000 empty
+    parts (a 1 MB recording), took 1.4 GB. A part shares them until it finds one of its own."""
+    n = 30_000
+    pages = [{"url": f"https://example.org/{i}", "title": f"Page {i}"} for i in range(1000)]
+    sources = b"data: " + json.dumps({"id": "c1", "object": "venym.sources", "sources": pages}).encode() + b"\n\n"
+    with open(tmp_path / "cited.jsonl", "w") as f:
+        f.write(json.dumps(HEADER) + "\n" + read(chunk("See [1].") + sources) + "\n")
+        f.write("".join(json.dumps({"streamwidgets_part": i}) + "\n" for i in range(2, n)))
+        f.write(json.dumps({"streamwidgets_part": n}) + "\n" + read(sources.replace(b"/1", b"/new1")) + "\n")
+    tracemalloc.start()
+    try:
+        state = sw.parse(tmp_path / "cited.jsonl")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000_000, f"{n:,} parts after 1,000 citations took {peak:,} bytes at the peak"
+    assert len(state.parts) == n and state.text == "See [1]."
+    first, middle = state.parts[0], state.parts[n // 2]
+    assert len(first.citations) == len(middle.citations) == 1000 and middle.citations == first.citations
+    assert len(state.citations) == 1000 and state.citations.refused == 111  # the last part's own, past the limit
+    assert len(first.citations) == 1000, "a later part's citations changed an earlier part's"

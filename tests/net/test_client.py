@@ -670,7 +670,7 @@ def test_network_failures_name_the_fix_and_are_not_called_the_providers_words():
 
 def test_the_scripted_demo_says_which_lesson_it_played(monkeypatch):
     """Offline, the demo reads no question: the state names the lesson it chose (from the server's
-    X-Demo-Script header), and the words shown for it say the question was not read."""
+    X-Demo-Script header), and the words shown for it say the demo matched words, not meaning."""
     from streamwidgets.core._formatting import script_note
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -678,7 +678,7 @@ def test_the_scripted_demo_says_which_lesson_it_played(monkeypatch):
     state = run("What is binary search?", provider="openai", demo=fast)
     assert state.status == "complete" and state.script == "binary search"
     note = script_note(state.script)
-    assert note and "binary search" in note and "not read" in note and ".[local]" in note
+    assert note and "binary search" in note and "does not understand it" in note and ".[local]" in note
     assert any("offline" in w.lower() for w in state.warnings)  # headless: the stand-in says so
     odd = run("Qwxz plorb?", provider="openai", demo=fast)
     assert odd.script == "none" and "no lesson" in (script_note(odd.script) or "")

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_server import DONE, JSON, FULL, HostileServer, Reply, chat
+from hostile_server import DONE, FULL, JSON, HostileServer, Reply, chat
 
 import streamwidgets as sw
 from streamwidgets.core._recordings import load_recording
@@ -64,7 +64,9 @@ def test_a_file_that_is_not_a_recording_is_refused_and_left_as_it_is(server, tmp
     essay = tmp_path / "essay.txt"
     essay.write_text("My essay, three weeks of work.\n")
     before = visits(server, "ok")
-    with pytest.raises(ValueError, match=r"cannot record to .*essay\.txt: it exists and is not a streamwidgets recording"):
+    with pytest.raises(
+        ValueError, match=r"cannot record to .*essay\.txt: it exists and is not a streamwidgets recording"
+    ):
         run(server, "ok", essay)
     assert essay.read_text() == "My essay, three weeks of work.\n"
     assert visits(server, "ok") == before, "a request was sent before the path was checked"

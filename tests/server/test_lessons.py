@@ -301,7 +301,10 @@ def test_every_200_answer_says_what_answered_it(server, model: str, label: str):
 
 def test_script_labels_fit_a_header():
     labels = [lesson.title for lesson in (*LESSONS, GREETING, NO_LESSON)] + ["arithmetic"]
-    labels += [scripted_answer(model, "x").label for model in ("demo-search", "demo-markdown", "demo-long")]
+    labels += [
+        scripted_answer(model, "Why do plants need light?").label
+        for model in ("demo-search", "demo-markdown", "demo-long")
+    ]
     assert len(set(labels)) == len(labels)
     for label in labels:
         assert label.isascii() and 0 < len(label) <= 60 and label == label.strip() and "\n" not in label, label
@@ -311,3 +314,16 @@ def test_every_lesson_is_asked_for_by_its_own_title():
     # A lesson no question can reach is dead text; its own title is the least a question says.
     for lesson in LESSONS:
         assert choose_lesson(f"Tell me about {lesson.title}.") is lesson, lesson.title
+
+
+@pytest.mark.parametrize(
+    "question, title",
+    [
+        ("Good morning!", "greeting"),
+        ("hi there", "greeting"),
+        ("Translate 'good morning' into French", "none"),  # mentions a greeting; is not one
+        ("Hi! What is a closure?", "closures"),
+    ],
+)
+def test_a_greeting_is_a_question_that_starts_with_one(question: str, title: str):
+    assert choose_lesson(question).title == title

@@ -256,7 +256,13 @@ def test_max_tokens_cuts_every_scenario_with_the_length_reason(demo_server, http
 
 
 def test_venym_no_space_sources_first_forced_usage_no_finish_reason(demo_server, http):
-    raw = post(http, demo_server, "chat", chat_body("venym/demo-reasoning:online"), flavor="venym").content
+    raw = post(
+        http,
+        demo_server,
+        "chat",
+        chat_body("venym/demo-reasoning:online", "What are server-sent events?"),
+        flavor="venym",
+    ).content
     lines = [line for line in raw.decode().split("\n") if line]
     assert lines and all(line.startswith("data:") and not line.startswith("data: ") for line in lines)
     parts = chunks(raw, prefix="data:")
@@ -338,7 +344,11 @@ def test_everyais_ok_comments_usage_when_asked_error_event_and_citations(demo_se
     assert events[-1][0] == "error" and json.loads(events[-1][1])["error"]["message"]
     assert b"[DONE]" not in failed
 
-    searched = chunks(post(http, demo_server, "chat", chat_body("demo-search"), flavor="everyais").content)
+    searched = chunks(
+        post(
+            http, demo_server, "chat", chat_body("demo-search", "What are server-sent events?"), flavor="everyais"
+        ).content
+    )
     finish = searched[-1]
     assert finish["choices"][0]["finish_reason"] == "stop"
     assert finish["citations"] == [r["url"] for r in finish["search_results"]] and finish["num_search_queries"] == 1
@@ -468,7 +478,11 @@ def test_messages_event_sequence(demo_server, http):
 
     searched = [
         json.loads(d)
-        for _, d in data_events(post(http, demo_server, "messages", body_for("messages", "demo-search")).content)
+        for _, d in data_events(
+            post(
+                http, demo_server, "messages", body_for("messages", "demo-search", "What are server-sent events?")
+            ).content
+        )
     ]
     citations = [
         p["delta"]["citation"]
@@ -891,3 +905,12 @@ def test_malformed_http_gets_a_400_that_echoes_nothing(demo_server):
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization Bearer " + secret + b"\r\n\r\n")
         answer = _read_until(sock, lambda data: data.endswith(b"}}"), timeout=5)
     assert answer.startswith(b"HTTP/1.1 400 ") and secret not in answer
+
+
+def test_a_search_with_no_results_on_the_topic_says_so_and_cites_nothing():
+    """The scripted search has results on three topics; asked about another (the water cycle),
+    it says so, rather than answering about photosynthesis."""
+    script = scripted_answer("demo-search", "What is the water cycle?")
+    text = script.text
+    assert script.label == "none" and not script.sources
+    assert "none about your question" in text and "photosynthesis" in text
