@@ -10,7 +10,7 @@ first flips every round), so that both see the same load:
    answer. Ours: `local_model()` with a fresh `STREAMWIDGETS_LOCAL_STATE` folder, so it starts a
    new `_host` (process, imports, model load); the old one: spawning its process;
 2. warm first token: a running server, a new question each time, request sent → first content
-   chunk; 3 per round. Ours also through the package's own client, `sw.arun(provider="local")`
+   chunk; 3 per round. Ours also through the package's own client, `sw.run(provider="local")`
    (`state.time_to_first_token`);
 3. tokens/s over a `--tokens` answer to a fixed prompt, from the first to the last content chunk,
    without and with `logprobs=true, top_logprobs=5`; every answer has the same length

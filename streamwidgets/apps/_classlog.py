@@ -17,7 +17,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -30,6 +30,9 @@ from ..net._sources import Live
 __all__ = ["log_to", "log_parts", "log_entry", "log_report", "LogReport"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+#: The skipped lines a report names one by one; past them, it counts the rest.
+_SKIPPED_SHOWN = 20
 
 #: Where `log_to()` sends every answer of the kernel (None: nowhere).
 _KERNEL_LOG: Optional[Path] = None
@@ -126,10 +129,17 @@ class LogReport:
 
     entries: list[dict[str, Any]]
     title: str = "Class log"
+    #: The lines of the log that did not fit, each as "line N: why" (`log_report`).
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def markdown(self) -> str:
         lines = [f"# {self.title}", "", _summary(self.entries), ""]
+        if self.skipped:
+            shown = self.skipped[:_SKIPPED_SHOWN]
+            more = len(self.skipped) - len(shown)
+            said = "; ".join(shown) + (f"; and {more:,} more" if more else "")
+            lines += [f"*Skipped, as they did not fit: {said}.*", ""]
         for n, entry in enumerate(self.entries, 1):
             lines += [f"## {n}. {_heading(entry)}", "", f"*{_facts(entry)}*", ""]
             if entry.get("system"):
@@ -162,26 +172,88 @@ class LogReport:
 
 
 def log_report(path: PathLike, *, title: str = "Class log") -> LogReport:
-    """Read a class log (`log_to`) into a page a teacher can read; lines that do not parse are
-    skipped and counted in the summary."""
+    """Read a class log (`log_to`) into a page a teacher can read. A log is a file anyone can
+    edit: every line that does not fit — not UTF-8, not JSON, not an object, or a field of the
+    wrong type (`"tries": "two"`) — is skipped, counted in the title and named in the report
+    (which line, and why); every other line is reported."""
     entries = []
-    broken = 0
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if not line.strip():
+    skipped: list[str] = []
+    for number, raw in enumerate(Path(path).read_bytes().splitlines(), 1):
+        if not raw.strip():
             continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            broken += 1
-            continue
-        if isinstance(entry, dict):
+        entry, why = _read_line(raw)
+        if entry is not None:
             entries.append(entry)
         else:
-            broken += 1
-    report = LogReport(entries, title)
-    if broken:
-        report.title = f"{title} ({broken} unreadable line{'s' if broken != 1 else ''} skipped)"
+            skipped.append(f"line {number:,}: {why}")
+    report = LogReport(entries, title, skipped)
+    if skipped:
+        n = len(skipped)
+        report.title = f"{title} ({n} unreadable line{'s' if n != 1 else ''} skipped)"
     return report
+
+
+#: What each field of a log line may hold (every one may also be null, or missing).
+_TEXT, _WHOLE, _NUMBER, _FLAG = "text", "a whole number", "a number", "true or false"
+_ENTRY_FIELDS = {
+    **dict.fromkeys(
+        ("time", "question", "system", "provider", "api", "model", "status", "message", "finish", "text"), _TEXT
+    ),
+    **dict.fromkeys(("time_to_first_token", "seconds", "tokens_per_second"), _NUMBER),
+    **dict.fromkeys(("tries", "parts"), _WHOLE),
+    "offline": _FLAG,
+}
+_USAGE_FIELDS = {
+    **dict.fromkeys(("prompt_tokens", "completion_tokens", "reasoning_tokens"), _WHOLE),
+    "estimated": _FLAG,
+    "cost": _NUMBER,
+}
+
+
+def _read_line(raw: bytes) -> tuple[Optional[dict[str, Any]], str]:
+    """(the entry, "") for a line that fits, else (None, why not — in words that quote nothing
+    of the line: a field's name, and what it should hold)."""
+    try:
+        entry = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except (ValueError, RecursionError):
+        return None, "not JSON"
+    if not isinstance(entry, dict):
+        return None, f"JSON but not an object ({type(entry).__name__})"
+    why = _misfit(entry, _ENTRY_FIELDS, "")
+    usage = entry.get("usage")
+    if why is None and usage is not None:
+        why = _misfit(usage, _USAGE_FIELDS, "usage.") if isinstance(usage, dict) else "usage is not an object"
+    return (entry, "") if why is None else (None, why)
+
+
+def _misfit(obj: Mapping[str, Any], fields: Mapping[str, str], prefix: str) -> Optional[str]:
+    for name, kind in fields.items():
+        value = obj.get(name)
+        if value is not None and not _fits(value, kind):
+            return f"`{prefix}{name}` is {_kind_of(value)}, not {kind}"
+    return None
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _FLAG:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if kind == _WHOLE else isinstance(value, (int, float))
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _summary(entries: list[dict[str, Any]]) -> str:

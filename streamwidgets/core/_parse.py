@@ -41,10 +41,12 @@ def parse(
     a whole JSON answer (a server that ignored `stream`) is read as the client reads one.
     """
     recording = as_recording(source)
+    alternatives = None
     if recording is not None:
         api = api or recording.dialect
         provider = provider or recording.provider
-    normalizer = Normalizer(api, provider, think_tags=think_tags)
+        alternatives = recording.alternatives  # as many alternatives per token as the answer kept
+    normalizer = Normalizer(api, provider, think_tags=think_tags, alternatives=alternatives)
     state = StreamState(provider=normalizer.provider.name if provider is not None else None)
     if recording is None:
         items: Iterable[Item]
@@ -62,7 +64,7 @@ def parse(
         part = part.following
         if part is not None:
             state = state.next_part(keep=part.carried)
-            normalizer = Normalizer(api, provider, think_tags=think_tags)
+            normalizer = Normalizer(api, provider, think_tags=think_tags, alternatives=alternatives)
     return state
 
 

@@ -32,6 +32,7 @@ from ._errors import error_from_http
 from ._events import Problem
 from ._feed import Item
 from ._providers import APIS, PROVIDERS
+from .dialects._logprobs import MAX_TOP_LOGPROBS
 
 __all__ = [
     "Recording",
@@ -90,6 +91,12 @@ class Recording:
         return provider if isinstance(provider, str) and _known_provider(provider) else None
 
     @property
+    def alternatives(self) -> Optional[int]:
+        """How many alternatives per token the answer asked for (`logprobs=N`), None when unsaid."""
+        value = self.meta.get("logprobs")
+        return value if _whole(value) else None
+
+    @property
     def model(self) -> Optional[str]:
         model = self.meta.get("model")
         return model if isinstance(model, str) and model else None
@@ -125,6 +132,12 @@ def clean_meta(meta: Any) -> tuple[dict[str, Any], list[str]]:
                 f"the recording's header names a provider streamwidgets does not know ({_quoted(value)}); "
                 "it is read without that provider's own rules"
             )
+    value = out.get("logprobs")
+    if value is not None and not (_whole(value) and value <= MAX_TOP_LOGPROBS):
+        del out["logprobs"]
+        said.append(
+            f"the recording's header field 'logprobs' is not a number of alternatives from 0 to {MAX_TOP_LOGPROBS}; it was ignored"
+        )
     return out, said
 
 

@@ -55,7 +55,8 @@ class ToolResult:
 
     `content` is what the model is sent; `error` the error in words (the model is sent it too, as
     an error result); `note` what changed on the way (cut to `MAX_RESULT_CHARS`, sent as `str()`);
-    `seconds` how long the tool ran.
+    `seconds` how long the tool ran; `received` the arguments exactly as the function receives
+    them, once they were checked against its signature (`"yes"` from the model may be `True`).
     """
 
     status: ResultStatus = "running"
@@ -63,6 +64,7 @@ class ToolResult:
     error: Optional[str] = None
     note: Optional[str] = None
     seconds: Optional[float] = None
+    received: Optional[dict[str, Any]] = None
 
     @property
     def is_error(self) -> bool:

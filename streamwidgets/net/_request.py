@@ -36,7 +36,7 @@ from ..core._providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from ..core._redact import Redactor
 from ..core._tools import Tool, as_tools
 from ..core.dialects import Dialect, dialect_class
-from ..core.dialects._logprobs import check_logprobs
+from ..core.dialects._logprobs import asked_alternatives, check_logprobs
 from ..core.dialects._request import TOKEN_LIMIT_NAMES, CallResult
 from ._decode import ACCEPT_ENCODING
 from ._retry import DEFAULT_RETRIES, RetryPolicy
@@ -157,6 +157,12 @@ class StreamRequest:
             if isinstance(value, int):
                 return value
         return None
+
+    @property
+    def alternatives(self) -> Optional[int]:
+        """How many alternatives per token this request asks for (`logprobs=N`), None when it
+        names no number: no more are kept, whatever the server sends."""
+        return asked_alternatives(self.params)
 
     def resolved(self) -> StreamRequest:
         """This request with its address: the embedded provider is started here, on first use."""

@@ -170,7 +170,7 @@ class Live(Source):
         )
 
     def normalizer(self) -> Normalizer:
-        return Normalizer(self.request.api, self.request.provider)
+        return Normalizer(self.request.api, self.request.provider, alternatives=self.request.alternatives)
 
     def resolved(self) -> Live:
         request = self.request.resolved()
@@ -183,12 +183,15 @@ class Live(Source):
 
     def recording_meta(self) -> dict[str, Any]:
         request = self.request
-        return {
+        meta: dict[str, Any] = {
             "provider": request.provider.name,
             "api": request.api,
             "model": request.model,
             "base_url": request.base_url,
         }
+        if request.alternatives is not None:  # `logprobs=N`: a replay keeps as many as the answer did
+            meta["logprobs"] = request.alternatives
+        return meta
 
     def redact(self, text: str) -> str:
         return self.request.redact(text)
@@ -268,6 +271,7 @@ class Replay(Source):
         return Normalizer(
             self.api or (recording.dialect if recording else None),
             self.provider or (recording.provider if recording else None),
+            alternatives=recording.alternatives if recording else None,
         )
 
     def stamp(self, state: StreamState) -> None:

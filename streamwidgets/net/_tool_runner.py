@@ -127,6 +127,7 @@ async def _run_one(
         return fail(str(exc))
     except (RecursionError, MemoryError):
         return fail("the arguments are nested too deeply to read")
+    result.received = kwargs
     try:
         if loop.confirm is not None:
             result.status = "waiting"

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import ipywidgets as w
 
@@ -100,11 +101,46 @@ def _result_html(result: ToolResult) -> str:
     return f'{head}<pre class="sw-tool-result">{escape_html(text)}</pre>{note_html}'
 
 
+#: Characters that reorder or hide text (bidi overrides and isolates, zero-width marks): a card
+#: shows each as its escape, so that `evil\u202etxt.exe` cannot pose as `evilexe.txt`.
+_INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` with every reordering or invisible character shown as its escape (`\u202e`)."""
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def received_text(received: dict[str, Any]) -> str:
+    """The arguments as the function receives them, as JSON where they are JSON (repr otherwise)."""
+    try:
+        return json.dumps(received, indent=2, ensure_ascii=False, default=repr)
+    except (ValueError, RecursionError):
+        return repr(received)
+
+
+def call_summary(call: ToolCall, limit: int = 120) -> str:
+    """`name(a=1, b=True)`: the call in one line, with the arguments the function receives."""
+    name = formatting.shorten(call.name or "(unnamed tool)", _MAX_NAME)
+    received = call.result.received if call.result is not None else None
+    if received is not None:
+        args = ", ".join(f"{key}={value!r}" for key, value in received.items())
+    else:
+        args = call.arguments
+    return visible(f"{name}({formatting.shorten(args, limit)})")
+
+
 def _call_html(call: ToolCall, complete: bool) -> str:
-    name = escape_html(formatting.shorten(call.name or "(unnamed tool)", _MAX_NAME))
-    ident = f' <span class="sw-tool-id">{escape_html(formatting.shorten(call.id, 80))}</span>' if call.id else ""
-    text, note = format_arguments(call.arguments, complete=complete)
-    args = f'<pre class="sw-tool-args">{escape_html(text)}</pre>' if text else ""
+    name = escape_html(visible(formatting.shorten(call.name or "(unnamed tool)", _MAX_NAME)))
+    ident = (
+        f' <span class="sw-tool-id">{escape_html(visible(formatting.shorten(call.id, 80)))}</span>' if call.id else ""
+    )
+    received = call.result.received if call.result is not None else None
+    if received is not None:  # checked against the signature: exactly what the function gets
+        text, note = received_text(received), "the arguments as the function receives them"
+    else:
+        text, note = format_arguments(call.arguments, complete=complete)
+    args = f'<pre class="sw-tool-args">{escape_html(visible(text))}</pre>' if text else ""
     note_html = f'<div class="sw-note">{escape_html(note)}</div>' if note else ""
     result = _result_html(call.result) if call.result is not None else ""
     return f'<div class="sw-tool"><div class="sw-tool-name">{name}(){ident}</div>{args}{note_html}{result}</div>'
@@ -200,8 +236,13 @@ class ToolCallsPane:
         return sent
 
     def _row(self, question: _Question) -> w.HBox:
-        name = escape_html(formatting.shorten(question.call.name or "(unnamed tool)", _MAX_NAME))
-        label = self._parts.html("sw-tool-question", value=f"Run <code>{name}()</code>?")
+        call = question.call
+        which = f" (card {question.card}" + (
+            f", id {escape_html(visible(formatting.shorten(call.id, 40)))})" if call.id else ")"
+        )
+        label = self._parts.html(
+            "sw-tool-question", value=f"Run <code>{escape_html(call_summary(call))}</code>?{which}"
+        )
         run = self._parts.button("sw-tool-run", description="Run", icon="play", tooltip="Run this call now")
         skip = self._parts.button(
             "sw-tool-skip", description="Skip", icon="ban", tooltip="Do not run it; the model is told you declined"
@@ -210,10 +251,11 @@ class ToolCallsPane:
         skip.on_click(lambda _button: question.choose(False))
         return self._parts.box(w.HBox, [label, run, skip], "sw-tool-ask")
 
-    async def ask(self, call: ToolCall) -> bool:
-        """Ask whether to run `call` and wait for the click: True for Run. The next frame shows
-        the question; a cancel while waiting takes it away (in the frame after)."""
-        question = _Question(call, asyncio.get_running_loop().create_future())
+    async def ask(self, call: ToolCall, card: int = 0) -> bool:
+        """Ask whether to run `call` and wait for the click: True for Run. The row names the call
+        with the arguments it will receive, and its card (`card`, counted from 1 in the pane). The
+        next frame shows the question; a cancel while waiting takes it away (in the frame after)."""
+        question = _Question(call, asyncio.get_running_loop().create_future(), card)
         self._asking.append(question)
         try:
             return await question.answer
@@ -227,6 +269,7 @@ class _Question:
 
     call: ToolCall
     answer: asyncio.Future[bool]
+    card: int = 0
 
     def choose(self, run: bool) -> None:
         if not self.answer.done():

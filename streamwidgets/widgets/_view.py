@@ -235,7 +235,9 @@ class StreamView:
         """Ask, under the cards, whether to run `call` (`confirm=True`): True when Run is
         clicked, False for Skip. The tool pane draws the question in the next frame (the call
         waiting is a change of the state); a cancel while it waits takes the question away."""
-        return await self._tools.ask(call)
+        shown = shown_calls(self._state)
+        card = next((i + 1 for i, c in enumerate(shown) if c is call), len(shown))
+        return await self._tools.ask(call, card)
 
     def on_continue(self, callback: Optional[Callable[[], object]]) -> None:
         """What the Continue button does (the button stays hidden without one)."""

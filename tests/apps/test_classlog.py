@@ -76,3 +76,62 @@ def test_a_conversation_as_markdown():
         "",
         "---",
     ]
+
+
+def test_every_line_that_does_not_fit_is_skipped_and_named_and_the_rest_reported(tmp_path: Path):
+    """A student edits `"tries": "two"`: one wrong type made `log_report()` raise, and nothing was
+    reported. Each line that does not fit is skipped and named; every other line is reported."""
+    good = {
+        "time": "2026-12-01T10:00:00Z",
+        "question": "What is recursion?",
+        "model": "demo",
+        "status": "complete",
+        "usage": {"completion_tokens": 30, "estimated": False},
+        "tries": 1,
+        "text": "A function that calls itself.",
+    }
+    misfits = [
+        {**good, "tries": "two"},
+        {**good, "usage": {"completion_tokens": "lots"}},
+        {**good, "usage": {"cost": [1]}},
+        {**good, "usage": "free"},
+        {**good, "question": ["a", "list"]},
+        {**good, "time_to_first_token": "fast"},
+        {**good, "model": {"name": "demo"}},
+        {**good, "offline": "yes"},
+        {**good, "parts": 1.5},
+        {**good, "usage": {"completion_tokens": True}},
+    ]
+    lines = [json.dumps(good).encode(), *(json.dumps(m).encode() for m in misfits)]
+    lines += [
+        b"[" * 100_000,
+        b'{"text": "caf\xe9"}',
+        b"[1, 2]",
+        b"not json",
+        json.dumps({**good, "question": "Last"}).encode(),
+    ]
+    log = tmp_path / "class.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    report = log_report(log)
+    assert [e["question"] for e in report.entries] == ["What is recursion?", "Last"]
+    assert report.skipped == [
+        "line 2: `tries` is text, not a whole number",
+        "line 3: `usage.completion_tokens` is text, not a whole number",
+        "line 4: `usage.cost` is a list, not a number",
+        "line 5: usage is not an object",
+        "line 6: `question` is a list, not text",
+        "line 7: `time_to_first_token` is text, not a number",
+        "line 8: `model` is an object, not text",
+        "line 9: `offline` is text, not true or false",
+        "line 10: `parts` is a number, not a whole number",
+        "line 11: `usage.completion_tokens` is true or false, not a whole number",
+        "line 12: not JSON",
+        "line 13: not UTF-8 text",
+        "line 14: JSON but not an object (list)",
+        "line 15: not JSON",
+    ]
+    md = report.markdown
+    assert md.startswith("# Class log (14 unreadable lines skipped)")
+    assert "2 answers (2 complete)" in md and "60 output tokens" in md
+    assert "line 2: `tries` is text, not a whole number" in md and "line 15: not JSON" in md
+    assert "<script" not in report.html

@@ -108,7 +108,7 @@ def test_confirm_run_and_skip_on_real_buttons(api):
         rows = await _questions(handle, 2)
         assert handle.view is not None and handle.view.tools is not None
         assert handle.view.tools.questions in handle.view.widget.children
-        assert "Run <code>get_weather()</code>?" in rows[0].children[0].value
+        assert "Run <code>get_weather(city=&#x27;Paris&#x27;)</code>? (card 1, id " in rows[0].children[0].value
         assert [b.description for b in rows[0].children[1:]] == ["Run", "Skip"]
         rows[0].children[1].click()  # Run the Paris call
         rows[1].children[2].click()  # Skip the Tokyo one
@@ -195,3 +195,17 @@ def test_arguments_nested_100000_deep_show_raw_with_a_note():
     deep = '{"value": ' + "[" * 100_000 + "]" * 100_000 + "}"
     text, note = format_arguments(deep, complete=True)
     assert text == deep and "nested too deeply" in note
+
+
+def test_a_card_shows_what_the_function_receives_and_no_reordering_character():
+    from streamwidgets.core._state import ToolCall
+    from streamwidgets.core._tools import ToolResult
+    from streamwidgets.widgets._toolcalls import call_summary, tool_calls_html
+
+    call = ToolCall("c1", "save\u202etxt.exe", '{"path": "a\u202etxt.exe", "force": "yes"}')
+    call.result = ToolResult("waiting", received={"path": "a\u202etxt.exe", "force": True})
+    html = tool_calls_html([call], done=False)
+    assert "\u202e" not in html and "\\u202e" in html
+    assert "&quot;force&quot;: true" in html and "as the function receives them" in html  # True, not "yes"
+    summary = call_summary(call)
+    assert "\u202e" not in summary and summary.startswith("save\\u202etxt.exe(") and "force=True" in summary

@@ -8,7 +8,7 @@ simpler and safer than branching on the provider. Each rule below names who need
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 from .._errors import error_from_object
 from .._events import (
@@ -100,7 +100,7 @@ class ChatDialect:
 
     # ------------------------------------------------------------------ the reader
 
-    def __init__(self, *, think_tags: bool = False) -> None:
+    def __init__(self, *, think_tags: bool = False, alternatives: Optional[int] = None) -> None:
         self._think = ThinkSplitter() if think_tags else None
         self._started = False
         self._tool_key: Any = None  # the call index-less fragments extend (Gemini, Mistral)
@@ -108,7 +108,7 @@ class ChatDialect:
         self._seen_sources = 0  # Perplexity resends its lists on every chunk
         #: What the JSON edge mended in this stream (`_json.loads`); the normalizer says it once.
         self.notes: set[str] = set()
-        self._logprobs = LogprobReader()
+        self._logprobs = LogprobReader(alternatives)  # at most as many alternatives as were asked for
 
     def translate(self, sse: ServerSentEvent) -> list[Event]:
         data = sse.data

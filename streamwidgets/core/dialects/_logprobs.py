@@ -21,7 +21,7 @@ from typing import Any, Optional, Union
 
 from .._events import Problem, Token, TokenLogprobs
 
-__all__ = ["LogprobReader", "MAX_TOP_LOGPROBS", "LOGPROBS_INCLUDE", "logprob_params"]
+__all__ = ["LogprobReader", "MAX_TOP_LOGPROBS", "LOGPROBS_INCLUDE", "logprob_params", "asked_alternatives"]
 
 #: What OpenAI accepts for `top_logprobs` (and so the most alternatives kept per token).
 MAX_TOP_LOGPROBS = 20
@@ -59,6 +59,17 @@ def logprob_params(api: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def asked_alternatives(params: Mapping[str, Any]) -> Optional[int]:
+    """How many alternatives per token a request's `params` ask for: `logprobs=N`, or chat's own
+    `top_logprobs` (0 to `MAX_TOP_LOGPROBS`); None when they name no number (`logprobs=True`)."""
+    value = params.get("top_logprobs")
+    if value is None:
+        value = params.get("logprobs")
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return min(MAX_TOP_LOGPROBS, max(0, value))
+
+
 def check_logprobs(value: Any, api: str) -> None:
     """Refuse `logprobs=` that no request could carry, before anything is sent."""
     if value is None or value is False:
@@ -78,13 +89,19 @@ def check_logprobs(value: Any, api: str) -> None:
 
 
 class LogprobReader:
-    """Reads the logprob entries of one stream; keeps the bytes of a character split between tokens."""
+    """Reads the logprob entries of one stream; keeps the bytes of a character split between tokens.
 
-    __slots__ = ("_decoder", "_warned")
+    `alternatives` is the most alternatives kept per token: what the request asked for
+    (`logprobs=N`, `asked_alternatives`), since a server may send more — 20 per token when 5 were
+    asked is ~4 kB per token kept for nothing; `MAX_TOP_LOGPROBS` when the request named no number.
+    The most likely are kept."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_alternatives", "_decoder", "_warned")
+
+    def __init__(self, alternatives: Optional[int] = None) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._warned = False
+        self._alternatives = MAX_TOP_LOGPROBS if alternatives is None else min(MAX_TOP_LOGPROBS, max(0, alternatives))
 
     def read(self, entries: Any, text: str) -> list[Union[TokenLogprobs, Problem]]:
         """The tokens of `entries` (a logprob list) that came with `text`; [] when there are none."""
@@ -104,7 +121,7 @@ class LogprobReader:
             else:
                 token = entry.get("token")
                 piece = token if isinstance(token, str) else ""
-            tokens.append(Token(piece, logprob, _top(entry.get("top_logprobs"))))
+            tokens.append(Token(piece, logprob, _top(entry.get("top_logprobs"), self._alternatives)))
         if not tokens:
             return []
         if "".join(token.text for token in tokens) == text:
@@ -138,8 +155,10 @@ def _bytes(value: Any) -> Optional[bytes]:
         return None
 
 
-def _top(value: Any) -> tuple[tuple[str, float], ...]:
-    if not isinstance(value, list):
+def _top(value: Any, keep: int = MAX_TOP_LOGPROBS) -> tuple[tuple[str, float], ...]:
+    """The `keep` most likely alternatives of a token, most likely first (of the first
+    `MAX_TOP_LOGPROBS` sent: a peer that sends a million reads no more than that)."""
+    if not isinstance(value, list) or keep <= 0:
         return ()
     out: list[tuple[str, float]] = []
     for entry in value[:MAX_TOP_LOGPROBS]:
@@ -153,4 +172,4 @@ def _top(value: Any) -> tuple[tuple[str, float], ...]:
         text = raw.decode("utf-8", "replace") if raw is not None else token if isinstance(token, str) else ""
         out.append((text[:_MAX_TOKEN_CHARS], logprob))
     out.sort(key=lambda pair: -pair[1])
-    return tuple(out)
+    return tuple(out[:keep])

@@ -171,15 +171,21 @@ class WholeBody(NamedTuple):
     events: list[Event]
 
 
-def make_dialect(name: str, provider: Provider) -> Dialect:
-    """A reader for one stream; the chat reader splits `<think>` tags for the presets that ask."""
+def make_dialect(name: str, provider: Provider, alternatives: Optional[int] = None) -> Dialect:
+    """A reader for one stream; the chat reader splits `<think>` tags for the presets that ask.
+    `alternatives`: the most alternatives per token kept (what the request asked for)."""
     if name == ChatDialect.name:
-        return ChatDialect(think_tags=provider.think_tags)
+        return ChatDialect(think_tags=provider.think_tags, alternatives=alternatives)
+    if name == ResponsesDialect.name:
+        return ResponsesDialect(alternatives=alternatives)
     return dialect_class(name)()
 
 
 class Normalizer:
-    """Bytes of one `text/event-stream` body in, normalized events out. Sans-IO."""
+    """Bytes of one `text/event-stream` body in, normalized events out. Sans-IO.
+
+    `alternatives` is how many alternatives per token the request asked for (`logprobs=N`):
+    no more are kept, whatever the server sends (None: up to `MAX_TOP_LOGPROBS`)."""
 
     def __init__(
         self,
@@ -187,12 +193,14 @@ class Normalizer:
         provider: Union[str, Provider, None] = None,
         *,
         think_tags: Optional[bool] = None,
+        alternatives: Optional[int] = None,
     ) -> None:
         self.provider = provider if isinstance(provider, Provider) else get_provider(provider)
         if think_tags is not None:
             self.provider = replace(self.provider, think_tags=think_tags)
+        self.alternatives = alternatives
         self.decoder = SSEDecoder()
-        self.dialect: Optional[Dialect] = make_dialect(dialect, self.provider) if dialect else None
+        self.dialect: Optional[Dialect] = make_dialect(dialect, self.provider, alternatives) if dialect else None
         self._waiting: list[ServerSentEvent] = []  # events seen before the dialect was known
         self._waiting_chars = 0
         self._said: set[str] = set()  # the warnings said once per stream (what JSON mended, a retry: ignored)
@@ -249,7 +257,7 @@ class Normalizer:
             return WholeBody(f"JSON but no answer ({type(obj).__name__})", [])
         dialect = self.dialect
         if dialect is None:
-            dialect = make_dialect(_answer_dialect(obj) or "chat", self.provider)
+            dialect = make_dialect(_answer_dialect(obj) or "chat", self.provider, self.alternatives)
         try:
             events = dialect.answer(text)
         except RecursionError:  # as in `_translate`: a deep answer is malformed, never an exception
@@ -344,7 +352,7 @@ class Normalizer:
         notes.clear()
 
     def _translate_waiting(self, name: str) -> list[Event]:
-        self.dialect = make_dialect(name, self.provider)
+        self.dialect = make_dialect(name, self.provider, self.alternatives)
         waiting, self._waiting = self._waiting, []
         self._waiting_chars = 0
         out: list[Event] = []

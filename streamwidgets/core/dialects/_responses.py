@@ -102,12 +102,12 @@ class ResponsesDialect:
 
     # ------------------------------------------------------------------ the reader
 
-    def __init__(self) -> None:
+    def __init__(self, *, alternatives: Optional[int] = None) -> None:
         self._calls: dict[str, bool] = {}  # function-call item id -> arguments seen as deltas
         self._started = False
         #: What the JSON edge mended in this stream (`_json.loads`); the normalizer says it once.
         self.notes: set[str] = set()
-        self._logprobs = LogprobReader()
+        self._logprobs = LogprobReader(alternatives)  # at most as many alternatives as were asked for
 
     def translate(self, sse: ServerSentEvent) -> list[Event]:
         data = sse.data

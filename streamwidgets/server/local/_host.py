@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     params.endpoint_metrics = True
     params.endpoint_slots = True
     params.n_parallel = args.slots
+    params.cache_ram_mib = 256  # llama.cpp keeps 8 GiB of old prompts by default: ~2.5 MB an answer, growing
     params.n_ctx = args.ctx * args.slots
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads

@@ -54,8 +54,9 @@ NO_WEIGHTS_MESSAGE = (
 )
 #: Seconds a server may take to load its model and answer.
 START_TIMEOUT = 120.0
-#: Parallel slots: a second answer never waits behind the first (benchmarks/README: 4 slots of
-#: 4,096 tokens cost the 135M model 40 MB more than 1, and a class of 3 streams at once).
+#: Parallel slots: a second answer never waits behind the first (benchmarks/README: three answers
+#: at once overlap, the third's first token 0.40 s against 4.8 s in a queue; 4 slots of 4,096
+#: tokens cost the 135M model about 270 MB more than 1, 528 MB in all).
 DEFAULT_SLOTS = 4
 CONTEXT_PER_SLOT = 4096
 #: Seconds without a generation before the server leaves, and seconds it stays once no kernel
@@ -176,8 +177,8 @@ def state_folder() -> Path:
 
 def default_threads() -> int:
     """Threads for llama.cpp: the cores this process may run on, at most 8 (benchmarks/README:
-    on 2 cores, 2 threads give 1.6x the tokens/s of 1 with one answer, and three answers at once
-    still share them well)."""
+    on 2 busy cores, 2 threads gave 1.01-1.14x the tokens/s of 1 with one answer and 1.06-1.24x
+    with three at once, never less; idle threads sleep, `OMP_WAIT_POLICY=PASSIVE`)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
