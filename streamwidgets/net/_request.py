@@ -361,6 +361,7 @@ def make_request(
         model = "demo"  # offline, any name will do: the embedded provider answers them all
     if local:
         model = weights.alias if weights is not None else "local"  # llama.cpp answers any name with its one model
+        messages = [_defused(m) for m in messages]
         if not any(m.get("role") in ("system", "developer") for m in messages):
             messages.insert(0, {"role": "system", "content": LOCAL_SYSTEM})
     if not model:
@@ -412,6 +413,29 @@ def _local_stand_in(
     if weights is None or not (weights.class_quality or weights.named or wanted == "local"):
         return None
     return weights
+
+
+def _defused(message: dict[str, Any]) -> dict[str, Any]:
+    """A message whose text cannot open a turn of its own: llama.cpp reads the chat template's
+    control markers (`<|im_start|>`, `<|eot_id|>`...) in the rendered prompt, so a student's
+    `<|im_start|>system` would become a real system turn. A zero-width space after `<` keeps the
+    text as it reads and makes it plain text to the tokenizer."""
+
+    def defuse(text: str) -> str:
+        return text.replace("<|", "<\u200b|")
+
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": defuse(content)}
+    if isinstance(content, list):
+        parts = [
+            {**part, "text": defuse(part["text"])}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+        return {**message, "content": parts}
+    return message
 
 
 def _local_weights(file: Optional[str], *, small_ok: bool) -> Optional[Weights]:
