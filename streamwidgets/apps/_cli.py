@@ -256,7 +256,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `streamwidgets demo | head -2`: the reader left, nothing to say
         _drop_stdout()
         return 1
-    except (ValueError, OSError) as exc:
+    except (ValueError, TypeError, OSError) as exc:  # a bad option or value: its words, not a traceback
         print(printable(f"streamwidgets {args.command}: {cli_words(_plain(exc))}"), file=sys.stderr)
         return 2
 

@@ -302,6 +302,10 @@ def make_request(
     )
     _check_prompt(prompt, params)
     tools = params.pop("tools", None)
+    if tools is not None and (isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence)):
+        raise ValueError(
+            f"tools= is a list of Python functions (or of ready JSON schemas), not {type(tools).__name__}: tools=[get_weather]"
+        )
     if tools is not None and all(isinstance(t, dict) for t in tools):
         params["tools"], tools = tools, None  # ready schemas, in the API's own shape
     if base_url is not None:

@@ -530,3 +530,10 @@ def test_a_misspelled_body_field_names_the_one_meant_and_a_key_never_rides_on_p(
     keyed = cli("ask", "hi", "--provider", "openai", "-p", "api_key=sk-SENTINEL-123")
     assert keyed.returncode != 0 and "is not a body field" in keyed.stderr
     assert "sk-SENTINEL-123" not in keyed.stderr + keyed.stdout
+
+
+@pytest.mark.parametrize("param", ["tools=5", "tools=[5]"])
+def test_a_bad_p_value_is_one_plain_line(param: str) -> None:
+    run = cli("ask", "hi", "-p", param)
+    assert run.returncode == 2 and "tool" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert_no_traceback(run)
