@@ -126,7 +126,11 @@ class Stream:
         return self.state
 
     async def events(self) -> AsyncIterator[Event]:
-        """The normalized events of every part this stream may run now, as they arrive."""
+        """The normalized events of every part this stream may run now, as they arrive. The
+        deadline (`deadline=`) counts from here for all of them: tool steps and the parts that
+        follow by themselves share it (a Continue clicked later starts it anew)."""
+        deadline = self.source.limits.deadline
+        until = None if deadline is None else anyio.current_time() + deadline
         while True:
             if self._started:
                 if self._asks_for_tools():
@@ -156,6 +160,7 @@ class Stream:
                 part=part,
                 badge_shown=self._badge_shown,
                 pause=self.pause,
+                until=until,
             )
             try:
                 # Closed here when the sink stops reading (`astream` left early), in this task:
@@ -221,6 +226,7 @@ async def pump(
     part: int = 1,
     badge_shown: bool = False,
     pause: Pause = PAUSE,
+    until: Optional[float] = None,
 ) -> AsyncGenerator[Sequence[Event], None]:
     """Stream one part of an answer from `source` into `state`, yielding each batch of events.
 
@@ -228,8 +234,9 @@ async def pump(
     a path is checked here, a stream's `RecordTarget` when the stream was made: `net._recording`);
     `badge_shown` says a view shows where the answer comes from, so an offline stand-in needs no
     warning in the state; `pause` bounds how often a network read wakes while the part flows (the
-    view's frame pace, or longer when nobody watches). Provider and network failures never raise:
-    they are in the state.
+    view's frame pace, or longer when nobody watches); `until` is when the answer's deadline
+    passes (on the loop's clock; default: `deadline=` from now). Provider and network failures
+    never raise: they are in the state.
     """
     source = source.resolved()  # the embedded provider starts here, when a stream starts
     source.stamp(state)
@@ -248,7 +255,7 @@ async def pump(
     )
     items = source.items(feed, recorder, pause)
     limits = source.limits
-    end = None if limits.deadline is None else anyio.current_time() + limits.deadline
+    end = until if until is not None else None if limits.deadline is None else anyio.current_time() + limits.deadline
     if end is not None:
         items = _within(items, end, limits.deadline_passed())
     closing: Sequence[Event] = ()

@@ -52,10 +52,11 @@ def check_record_path(path: PathLike, replaying: Optional[PathLike] = None) -> N
         raise ValueError(f"cannot record to {name}: {exc.strerror or exc}") from None
     if st is None:
         folder = os.path.dirname(os.path.abspath(name))
+        shown = os.path.dirname(name) or "."
         if not os.path.isdir(folder):
-            raise ValueError(f"cannot record to {name}: there is no folder {folder}")
+            raise ValueError(f"cannot record to {name}: there is no folder {shown}")
         if not os.access(folder, os.W_OK):
-            raise ValueError(f"cannot record to {name}: the folder {folder} cannot be written to")
+            raise ValueError(f"cannot record to {name}: the folder {shown} cannot be written to")
         return
     mode = st.st_mode
     if stat.S_ISLNK(mode):

@@ -425,7 +425,10 @@ def test_serve_answers_models_and_a_streaming_chat(tmp_path: Path) -> None:
             ("ask", "hi", "--provider", "anthropic", "--api", "chat"),
             "provider 'anthropic' has no 'chat' API; it serves 'messages'",
         ),
-        (("ask", "hi", "--record", "no/such/folder/answer.jsonl"), "no such file: no/such/folder/answer.jsonl"),
+        (
+            ("ask", "hi", "--record", "no/such/folder/answer.jsonl"),
+            "cannot record to no/such/folder/answer.jsonl: there is no folder no/such/folder",
+        ),
         (("ask", "-"), "no question arrived on standard input"),
         (("replay", "notes.txt"), "notes.txt is not a streamwidgets recording or an event stream"),
     ],

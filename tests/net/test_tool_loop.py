@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from typing import Optional
 
@@ -435,3 +436,24 @@ def test_a_tool_that_exits_or_whose_words_fail_is_an_error_result_and_the_answer
     assert words["c3"][0] == "error" and "its result could not be read" in words["c3"][1]
     assert words["c4"][0] == "error" and ("nested too deeply" in words["c4"][1] or "not valid JSON" in words["c4"][1])
     assert words["c5"] == ("done", "5")
+
+
+def test_the_deadline_counts_for_the_whole_answer_not_each_step():
+    """A first step of ~1.8 s and a tool of 1 s: `deadline=2.5` has passed when the second step
+    starts, so the answer ends there (a deadline per step gave the second step 2.5 s of its own,
+    and the answer completed after ~3.4 s)."""
+
+    def slow_weather(city: str) -> dict:
+        """The weather in a city, slowly."""
+        time.sleep(1.0)
+        return {"city": city, "temperature": 21}
+
+    started = time.monotonic()
+    state = sw.run(
+        "Weather in Paris?", model="demo-tools", tools=[slow_weather], deadline=2.5,
+        demo={"tokens_per_second": 40, "first_token_delay": 0},
+    )  # fmt: skip
+    took = time.monotonic() - started
+    assert state.status == "incomplete" and "deadline of 2.5 s" in state.message, state.message
+    assert state.parts[0].tool_calls[0].result.status == "done"
+    assert took < 3.2, took
