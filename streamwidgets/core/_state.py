@@ -877,7 +877,7 @@ class StreamState:
             held = link.reasoning if reasoning else link.text
             if held is not None:
                 base = held
-                if link is not carry and link.followed:  # handed on to this later part
+                if link is not carry and not carry.followed:  # handed on to the newest part, which keeps it
                     if reasoning:
                         link.reasoning = None
                     else:
@@ -892,17 +892,16 @@ class StreamState:
             if own:
                 pieces.append(own)
                 length += len(own)
-            if reasoning:
-                continue
-            while pieces and length - len(pieces[-1]) >= link.cut:  # cut back to what it carries
+            cut, extra = (link.reasoning_length, "") if reasoning else (link.cut, link.extra)
+            while pieces and length - len(pieces[-1]) >= cut:  # back to what it carries
                 length -= len(pieces.pop())
-            if length > link.cut:
+            if length > cut:
                 last = pieces.pop()
-                pieces.append(last[: len(last) - (length - link.cut)])
-                length = link.cut
-            if link.extra:
-                pieces.append(link.extra)
-                length += len(link.extra)
+                pieces.append(last[: len(last) - (length - cut)])
+                length = cut
+            if extra:
+                pieces.append(extra)
+                length += len(extra)
         built = pieces[0] if len(pieces) == 1 else "".join(pieces)
         if not carry.followed:
             if reasoning:

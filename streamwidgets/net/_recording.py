@@ -266,6 +266,9 @@ class Recorder:
         file, temp = self._file, self._temp
         self._file = None
         if file is None or self._trouble is not None:
+            if file is not None and temp is None:  # what was appended of this part goes again
+                with contextlib.suppress(OSError, ValueError):
+                    file.truncate(self._start_offset)
             self._discard(file, temp)
             return f"{name}: this answer was not recorded: {self._trouble or 'it could not be written'}."
         if temp is None:  # a later part, appended to the recording this stream published

@@ -15,14 +15,18 @@ cancelled or timed out runs on to its end in the background, and its result is d
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from ..core._redact import scrub
 from ..core._state import ToolCall
@@ -164,6 +168,30 @@ async def _run_one(
         raise
 
 
+async def _in_thread(function: Callable[[], Any], name: str) -> Any:
+    """`function()` in a thread of its own, started now: `tool_timeout` counts the tool's own time,
+    never a wait for a pool's free thread, and a call abandoned at its timeout (a thread cannot be
+    stopped) holds no pool's place for the calls after it."""
+    done = anyio.Event()
+    token = anyio.lowlevel.current_token()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = function()
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            box["error"] = exc
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+                anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=work, name=f"streamwidgets tool {name}", daemon=True).start()
+    await done.wait()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _words(exc: BaseException) -> str:
     """What a tool's exception says, whatever it is made of (a `__str__` may raise, or recurse)."""
     name = type(exc).__name__
@@ -179,10 +207,10 @@ def _words(exc: BaseException) -> str:
 
 
 async def _call(tool: Tool, kwargs: dict[str, Any]) -> Any:
-    """An async tool awaited here; a plain one in a worker thread (a cancel stops the wait)."""
+    """An async tool awaited here; a plain one in a thread of its own (a cancel stops the wait)."""
     if tool.is_async:
         return await tool.function(**kwargs)
-    value = await anyio.to_thread.run_sync(functools.partial(tool.function, **kwargs), abandon_on_cancel=True)
+    value = await _in_thread(functools.partial(tool.function, **kwargs), tool.name)
     if inspect.isawaitable(value):  # a plain function that hands back a coroutine (a partial of an async def)
         value = await value
     return value

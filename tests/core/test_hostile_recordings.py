@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import Any, Union
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streamwidgets as sw
+from streamwidgets.core._events import ReasoningDelta, TextDelta
 from streamwidgets.core._recordings import MAX_PROBLEMS, load_recording
+from streamwidgets.core._state import StreamState
 
 HEADER = {"streamwidgets_recording": 1, "provider": "demo", "api": "chat", "model": "demo"}
 DONE = b"data: [DONE]\n\n"
@@ -243,3 +247,54 @@ def test_parts_after_a_thousand_citations_share_them(tmp_path):
     assert len(first.citations) == len(middle.citations) == 1000 and middle.citations == first.citations
     assert len(state.citations) == 1000 and state.citations.refused == 111  # the last part's own, past the limit
     assert len(first.citations) == 1000, "a later part's citations changed an earlier part's"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text("ab", max_size=4),  # the part's own text
+            st.text("xy", max_size=2),  # its own reasoning
+            st.sampled_from(["whole", "keep", "prefix", "more", "other"]),  # how the next part carries it
+            st.integers(0, 12),
+            st.sets(st.integers(0, 8), max_size=3),  # parts read now (builds and hands on what is held)
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_linked_parts_read_as_copied_parts_would(steps):
+    """Each part links to the one before and keeps only its own text; read in any order, every
+    part's text and reasoning are what copying the answer so far into each part gave."""
+    state, texts, reasonings = StreamState(), [], []
+    carried_text = carried_reasoning = ""
+    for own, thought, how, n, reads in steps:
+        if own:
+            state.apply(TextDelta(own))
+        if thought:
+            state.apply(ReasoningDelta(thought))
+        texts.append(carried_text + own)
+        reasonings.append(carried_reasoning + thought)
+        for i in sorted(reads):
+            if i < len(texts):
+                part = state.parts[i]
+                assert (part.text, part.reasoning) == (texts[i], reasonings[i])
+        whole = texts[-1]
+        if how == "whole":
+            state, carried_text = state.next_part(), whole
+        elif how == "keep":
+            state, carried_text = state.next_part(keep=n), whole[:n]
+        else:
+            given = {"prefix": whole[:n], "more": whole + "\n\n", "other": "z" * n}[how]
+            state, carried_text = state.next_part(given), given
+        carried_reasoning = reasonings[-1]
+    texts.append(carried_text)
+    reasonings.append(carried_reasoning)
+    assert state.part_number == len(state.parts) == len(texts)
+    for part, text, reasoning in zip(state.parts, texts, reasonings, strict=True):
+        assert (part.text, part.text_length, part.reasoning, part.reasoning_length) == (
+            text,
+            len(text),
+            reasoning,
+            len(reasoning),
+        )

@@ -457,3 +457,31 @@ def test_the_deadline_counts_for_the_whole_answer_not_each_step():
     assert state.status == "incomplete" and "deadline of 2.5 s" in state.message, state.message
     assert state.parts[0].tool_calls[0].result.status == "done"
     assert took < 3.2, took
+
+
+def test_each_call_s_timeout_counts_its_own_time_not_a_wait_for_a_thread():
+    """45 calls at once (more than a worker pool's 40 places), each 0.5 s long, each within a
+    0.9 s timeout: every one runs at once in a thread of its own, so none times out waiting."""
+    from streamwidgets.core._tools import Tool
+    from streamwidgets.net._tool_runner import _call
+
+    def half_a_second() -> str:
+        """Takes half a second."""
+        time.sleep(0.5)
+        return "done"
+
+    tool = Tool.from_function(half_a_second)
+
+    async def main() -> list[str]:
+        results: list[str] = []
+
+        async def one() -> None:
+            with anyio.fail_after(0.9):
+                results.append(await _call(tool, {}))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(45):
+                group.start_soon(one)
+        return results
+
+    assert anyio.run(main) == ["done"] * 45
