@@ -33,6 +33,10 @@ __all__ = [
 #: The most characters of one tool result sent to the model (and shown); the rest is cut, with a
 #: note saying so. A search tool that returns a whole page must not fill the context window.
 MAX_RESULT_CHARS = 16_000
+#: The most characters of arguments a call may have to be run, and sent back in the next request
+#: (each tool step sends the conversation again: a model's megabytes of arguments would be sent at
+#: every step after). A call over it is an error result, its arguments sent back as `{}`.
+MAX_ARGUMENT_CHARS = 65_536
 
 #: What a call the person chose not to run (`confirm=True`, Skip) sends back as its result.
 DECLINED = "The user declined to run this tool."

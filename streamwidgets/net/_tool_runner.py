@@ -30,7 +30,7 @@ import anyio.lowlevel
 
 from ..core._redact import scrub
 from ..core._state import ToolCall
-from ..core._tools import DECLINED, Tool, ToolInputError, ToolResult, encode_result
+from ..core._tools import DECLINED, MAX_ARGUMENT_CHARS, Tool, ToolInputError, ToolResult, encode_result
 from ..core.dialects._request import CallResult
 
 __all__ = ["ToolLoop", "run_calls", "DEFAULT_MAX_STEPS", "DEFAULT_TOOL_TIMEOUT", "tool_loop", "TOOL_OPTIONS"]
@@ -103,7 +103,8 @@ async def run_calls(
         result = call.result
         assert result is not None
         content = f"Error: {result.error}" if result.is_error else result.content
-        out.append(CallResult(call.id or f"call_{i + 1}", call.name or "", call.arguments, content, result.is_error))
+        arguments = call.arguments if call.arguments_length <= MAX_ARGUMENT_CHARS else "{}"
+        out.append(CallResult(call.id or f"call_{i + 1}", call.name or "", arguments, content, result.is_error))
     return out
 
 
@@ -125,6 +126,11 @@ async def _run_one(
     if tool is None:
         offered = ", ".join(sorted(index)) or "none"
         return fail(f"there is no tool named {call.name!r} (the tools are: {offered})")
+    if call.arguments_length > MAX_ARGUMENT_CHARS:
+        return fail(
+            f"the arguments are {call.arguments_length:,} characters long, more than the {MAX_ARGUMENT_CHARS:,} "
+            "a tool takes; they were not read"
+        )
     try:
         kwargs = tool.validate(call.arguments)
     except ToolInputError as exc:

@@ -485,3 +485,13 @@ def test_each_call_s_timeout_counts_its_own_time_not_a_wait_for_a_thread():
         return results
 
     assert anyio.run(main) == ["done"] * 45
+
+
+def test_megabytes_of_arguments_are_an_error_and_are_not_sent_back(server):
+    huge = '{"a": 1, "b": 2, "pad": "' + "x" * 1_000_000 + '"}'
+    script(server, "chat", Reply(calls_stream("chat", [("c1", "add", huge)])), ANSWER["chat"])
+    state = sw.run(request(server, "chat", [add]))
+    [call] = state.parts[0].tool_calls
+    assert call.result is not None and call.result.status == "error"
+    assert f"{len(huge):,} characters long" in (call.result.error or "")
+    assert len(server.visits[1].body) < 10_000  # the next request does not carry the megabyte again
