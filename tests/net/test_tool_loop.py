@@ -416,9 +416,9 @@ def nested(value: object) -> str:
 
 def test_a_tool_that_exits_or_whose_words_fail_is_an_error_result_and_the_answer_goes_on(server):
     """SystemExit (argparse on bad arguments), an exception whose __str__ raises, a result whose
-    __str__ recurses, and arguments nested 100,000 deep: each an error result on its own card,
+    __str__ recurses, and arguments nested 30,000 deep: each an error result on its own card,
     the other calls of the step run, and the loop goes on to the answer."""
-    deep_args = '{"value": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep_args = '{"value": ' + "[" * 30_000 + "]" * 30_000 + "}"  # within the 64 KiB a call may have
     calls = [
         ("c1", "exits", '{"path": "x"}'),
         ("c2", "mute", '{"x": 1}'),
