@@ -172,7 +172,11 @@ TOKENS_CSS = (
     " background: var(--jp-layout-color0, #fff); color: var(--jp-content-font-color1, #111);"
     " border: 1px solid var(--jp-border-color1, #999); box-shadow: 0 1px 4px rgba(0, 0, 0, 0.25); }"
     ".sw-bounds .sw-t { box-shadow: inset 1px 0 0 rgba(127, 127, 127, 0.9), inset -1px 0 0 rgba(127, 127, 127, 0.9); }"
-    ".sw-tokens-table { border-collapse: collapse; margin: 6px 0 2px 0; font-size: var(--sw-small-size, 12px); }"
+    # In a narrow column (`compare`) the table scrolls sideways instead of being clipped at the
+    # column's edge (its cells keep their tokens whole).
+    ".sw-tokens-least, .sw-tokens-least .widget-html-content { min-width: 0; max-width: 100%; }"
+    ".sw-tokens-table { border-collapse: collapse; margin: 6px 0 2px 0; font-size: var(--sw-small-size, 12px);"
+    " display: block; max-width: 100%; overflow-x: auto; }"
     ".sw-tokens-table caption { text-align: left; font-weight: 600; color: var(--jp-ui-font-color2, inherit); }"
     ".sw-tokens-table th, .sw-tokens-table td { border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.3));"
     " padding: 1px 8px; text-align: left; white-space: pre; }"

@@ -60,3 +60,33 @@ def test_three_models_side_by_side_with_a_live_table_and_sparklines(opener: Any,
         " return v.length === 3 && new Set(v.map(e => Math.round(e.getBoundingClientRect().y))).size > 1; }",
         timeout=30,
     )
+
+
+TOKEN_CELLS = [
+    dedent("""\
+        import streamwidgets as sw
+
+        comparison = sw.compare(
+            "What is a closure in Python?", model="demo", temperature=[0, 0.7, 1.5], logprobs=5, max_tokens=60,
+            demo={"tokens_per_second": 300},
+        )"""),
+]
+
+
+def test_the_least_likely_tables_fit_their_narrow_columns(opener: Any, jupyter: Any, page: Any) -> None:
+    """Three token views side by side: each least-likely table stays inside its column and scrolls
+    sideways when it is wider, never clipped by the column's edge."""
+    page.set_viewport_size({"width": 1100, "height": 1600})
+    nb = opener(jupyter.write_notebook("scratch_compare_tokens.ipynb", TOKEN_CELLS), "lab")
+    nb.js("() => window.jupyterapp.shell.collapseLeft()")
+    nb.run_all()
+    nb.wait_for("() => document.querySelectorAll('.sw-compare-row .sw-tokens-table').length === 3", timeout=SLOW)
+    nb.wait_until_idle()
+    time.sleep(0.5)
+    overflow = nb.js(
+        "() => [...document.querySelectorAll('.sw-compare-row > .sw-view')].map(v => {"
+        " const t = v.querySelector('.sw-tokens-table'); const a = v.getBoundingClientRect();"
+        " const b = t.getBoundingClientRect(); return [b.right - a.right, t.scrollWidth - t.clientWidth]; })"
+    )
+    assert all(right <= 1 for right, _ in overflow), overflow  # inside its column
+    page.locator(".sw-compare").first.screenshot(path=str(ARTIFACTS / "compare-least-likely.png"))
