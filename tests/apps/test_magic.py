@@ -65,3 +65,9 @@ def test_tools_are_named_on_the_line_and_found_in_the_notebook():
         tools_named("topic", namespace)
     with pytest.raises(UsageError, match="needs the names of functions"):
         tools_named(",", namespace)
+
+
+def test_a_key_never_rides_on_p_in_the_magic_either():
+    with pytest.raises(UsageError) as caught:
+        parse_options("-p api_key=sk-SENTINEL-42")
+    assert "is not a body field" in str(caught.value) and "sk-SENTINEL-42" not in str(caught.value)
