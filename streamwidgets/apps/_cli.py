@@ -15,9 +15,11 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Optional
 
 import anyio
@@ -171,6 +173,19 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
 
+    local = sub.add_parser(
+        "serve-local",
+        help="run one local model for a whole class (llama.cpp's server, one slot per student, until Ctrl+C)",
+    )
+    local.add_argument("--model", help="a curated name or a .gguf file (default: the first found)")
+    local.add_argument("--slots", type=_positive, default=10, help="answers at once, one per student (default: 10)")
+    local.add_argument("--port", type=int, default=8080)
+    local.add_argument(
+        "--key-file",
+        default="class-model.key",
+        help="the key students' gateway uses: read from this file, made (mode 0600) if missing",
+    )
+
     for name, help_ in (
         ("ask", "stream an answer into the terminal"),
         ("demo", "the headless quickstart: stream a demo answer offline and print it"),
@@ -305,12 +320,47 @@ def _run(args: argparse.Namespace) -> int:
         return anyio.run(_replay, args)
     if args.command == "pull":
         return _pull(args)
+    if args.command == "serve-local":
+        return _serve_local(args)
     prompt = QUICKSTART_PROMPT if args.command == "demo" else args.prompt
     if prompt == "-":
         prompt = sys.stdin.read().strip()
         if not prompt:
             raise ValueError("no question arrived on standard input")
     return anyio.run(_ask, args, prompt)
+
+
+def _serve_local(args: argparse.Namespace) -> int:
+    """One local model for a class, in the foreground: a fixed port and a key kept in a file, so
+    that the class gateway is configured once (docs/classroom.md); it never leaves when idle."""
+    from ..server.local import find_weights, local_model_missing
+    from ..server.local._shared import CONTEXT_PER_SLOT, default_threads
+
+    missing = local_model_missing()
+    if missing is not None:
+        raise ValueError(missing)
+    weights = find_weights(args.model)
+    if weights is None:
+        raise ValueError("no local model file on this machine: streamwidgets pull, or --model path.gguf")
+    print(
+        f"streamwidgets: {weights.describe()} for {args.slots} students on http://127.0.0.1:{args.port}/v1, "
+        f"its key in {args.key_file} (Ctrl+C stops it)",
+        flush=True,
+    )
+    command = [
+        sys.executable, "-m", "streamwidgets.server.local._host",
+        "--weights", str(weights.path), "--alias", weights.alias,
+        "--state", str(Path(args.key_file).with_suffix(".state.json")),
+        "--threads", str(default_threads()), "--slots", str(args.slots), "--ctx", str(CONTEXT_PER_SLOT),
+        "--idle", "0", "--linger", "0", "--port", str(args.port), "--key-file", args.key_file,
+    ]  # fmt: skip
+    with subprocess.Popen(command, env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE")) as process:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            process.terminate()
+            process.wait()
+            return 0
 
 
 def _pull(args: argparse.Namespace) -> int:

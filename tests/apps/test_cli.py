@@ -10,6 +10,7 @@ line, and the exit code.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -540,3 +541,48 @@ def test_a_bad_p_value_is_one_plain_line(param: str) -> None:
     run = cli("ask", "hi", "-p", param)
     assert run.returncode == 2 and "tool" in run.stderr and len(run.stderr.strip().splitlines()) == 1
     assert_no_traceback(run)
+
+
+@pytest.mark.local
+def test_serve_local_runs_one_model_for_a_class_with_a_key_kept_in_a_file(tmp_path: Path) -> None:
+    """`streamwidgets serve-local`: a fixed port, the key made once into a file only its owner
+    reads (a gateway is configured once), students' answers at once, Ctrl+C stops it."""
+    import signal
+    import socket
+    import stat
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    key_file = tmp_path / "class.key"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamwidgets", "serve-local", "--port", str(port), "--slots", "3",
+         "--key-file", str(key_file), "--model", "smollm2-135m"],
+        cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.2)
+        key = key_file.read_text().strip()
+        assert len(key) >= 16 and stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        body = {"model": "any", "messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 8}
+        assert httpx.post(f"{base}/v1/chat/completions", json=body, timeout=60).status_code == 401
+        answer = httpx.post(
+            f"{base}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        )
+        assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"]
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        out = process.stdout.read() if process.stdout else ""
+        assert f"for 3 students on http://127.0.0.1:{port}/v1" in out and key not in out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

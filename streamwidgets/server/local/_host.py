@@ -48,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import xllamacpp
 
-    key = secrets.token_urlsafe(32)
+    key = _key(args.key_file)
     params = xllamacpp.CommonParams()
     params.model.path = args.weights
     params.model_alias = {args.alias}  # a set of names
     params.hostnames = ["127.0.0.1"]
-    params.port = 0
+    params.port = args.port  # 0: the system picks a free one
     params.api_keys = [key]
     params.ui = False
     params.endpoint_metrics = True
@@ -102,9 +102,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--slots", type=int, default=4)
     p.add_argument("--ctx", type=int, default=4096, help="tokens of context per slot")
-    p.add_argument("--idle", type=float, default=900.0, help="seconds without a generation before leaving")
-    p.add_argument("--linger", type=float, default=60.0, help="seconds to stay once no kernel uses it")
+    p.add_argument("--idle", type=float, default=900.0, help="seconds without a generation before leaving (0: never)")
+    p.add_argument("--linger", type=float, default=60.0, help="seconds to stay once no kernel uses it (0: never)")
+    p.add_argument("--port", type=int, default=0, help="0: a free port the system picks")
+    p.add_argument("--key-file", help="read the key from this file (made, mode 0600, with a new key if missing)")
     return p
+
+
+def _key(path: str | None) -> str:
+    """A new key for each start, or the one kept in `path` (a class server behind a gateway keeps
+    its key across starts, so that the gateway's configuration is written once)."""
+    if path is None:
+        return secrets.token_urlsafe(32)
+    file = Path(path)
+    if not file.exists():
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(secrets.token_urlsafe(32) + "\n")
+    key = file.read_text(encoding="utf-8").strip()
+    if len(key) < 16:
+        raise SystemExit(f"{path} holds no key of at least 16 characters")
+    return key
 
 
 def _supports_tools(port: int, key: str) -> bool:
@@ -154,7 +172,9 @@ def _watch(server: Any, users: Path, *, idle: float, linger: float) -> None:
             last_count, last_work = count, now
         if _live_users(users):
             alone_since = now
-        if now - last_work >= idle or (now - alone_since >= linger and now - last_work >= linger):
+        if idle and now - last_work >= idle:
+            return
+        if linger and now - alone_since >= linger and now - last_work >= linger:
             return
 
 
