@@ -25,7 +25,7 @@ from typing import Any, Optional
 import anyio
 
 from ..core._events import Token
-from ..core._providers import PROVIDERS
+from ..core._providers import APIS, PROVIDERS
 from ..core._recordings import is_recording
 from ..core._redact import scrub
 from ..net._pipeline import Stream
@@ -207,7 +207,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
         else:
             p.set_defaults(provider="demo", local_model=None)
         p.add_argument("--model")
-        p.add_argument("--api", choices=["chat", "responses", "messages"])
+        p.add_argument("--api", choices=APIS)
         p.add_argument("--base-url")
         p.add_argument("--system", help="a system prompt")
         p.add_argument("--max-tokens", type=_positive, help="the answer's token limit")

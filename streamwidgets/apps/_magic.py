@@ -28,7 +28,7 @@ from typing import Any, Optional
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..core._providers import PROVIDERS
+from ..core._providers import APIS, PROVIDERS
 from ._cli import _param, _positive, unknown_arguments
 
 __all__ = ["StreamMagics", "load_ipython_extension", "fill_variables", "parse_options", "tools_named"]
@@ -48,7 +48,7 @@ def _parser() -> _Parser:
     p = _Parser(prog="%%stream", add_help=False, description="Stream the cell, as a question, into its output.")
     p.add_argument("--provider", choices=sorted(PROVIDERS))
     p.add_argument("--model")
-    p.add_argument("--api", choices=["chat", "responses", "messages"])
+    p.add_argument("--api", choices=APIS)
     p.add_argument("--base-url", dest="base_url")
     p.add_argument("--system", help="a system prompt")
     p.add_argument("--max-tokens", dest="max_tokens", type=_positive)

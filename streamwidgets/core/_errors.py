@@ -79,7 +79,8 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
 
     The object is `obj["error"]` when that is an object (OpenAI, Anthropic, OpenRouter, vLLM...),
     else `obj` itself (a flat Responses `error` event, llama.cpp's legacy `error:` line).
-    `code` is the object's `code` when present and not null, otherwise its `type`.
+    `code` is the object's `code` when present and not null, otherwise its `type`; Google's
+    status name rather than its number.
     """
     inner = obj.get("error") if isinstance(obj, dict) else None
     err: Any = inner if isinstance(inner, dict) else obj
@@ -92,6 +93,8 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
     code = err.get("code")
     if code is None or isinstance(code, bool):
         code = err.get("type")
+    if isinstance(code, int) and isinstance(err.get("status"), str) and err["status"]:
+        code = err["status"]  # Google's envelope: the HTTP number, and its name (`RESOURCE_EXHAUSTED`)
     if not isinstance(code, (str, int)) or isinstance(code, bool):
         code = None
     if not message:

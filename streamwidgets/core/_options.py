@@ -16,6 +16,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from ._providers import APIS
+from .dialects import dialect_class
+
 __all__ = ["FIELDS", "STAND_IN_EXTRAS", "LOCAL_SERVER_FIELDS", "PACKAGE_OPTIONS", "check_options"]
 
 
@@ -23,28 +26,10 @@ def _fields(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: The body fields of each API, from its reference: OpenAI chat completions, OpenAI Responses,
-#: Anthropic Messages, OpenAI's legacy completions (Engy's `/completions`). `demo` is this server's.
+#: The body fields of each API, from its reference (each dialect lists its own), and OpenAI's
+#: legacy completions (Engy's `/completions`, which only the embedded provider reads).
 FIELDS: dict[str, frozenset[str]] = {
-    "chat": _fields(
-        "model messages audio frequency_penalty function_call functions logit_bias logprobs "
-        "max_completion_tokens max_tokens metadata modalities moderation n parallel_tool_calls prediction "
-        "presence_penalty prompt_cache_key prompt_cache_options prompt_cache_retention reasoning_effort "
-        "response_format safety_identifier seed service_tier stop store stream stream_options temperature "
-        "tool_choice tools top_logprobs top_p user verbosity web_search_options demo"
-    ),
-    "responses": _fields(
-        "model input access_programs background background_options context_management conversation image "
-        "include instructions max_output_tokens max_tool_calls metadata moderation parallel_tool_calls "
-        "previous_response_id prompt prompt_cache_key prompt_cache_options prompt_cache_retention reasoning "
-        "safety_identifier service_tier store stream stream_options temperature text tool_choice tools "
-        "top_logprobs top_p truncation user demo"
-    ),
-    "messages": _fields(
-        "model messages max_tokens cache_control container context_management diagnostics inference_geo "
-        "mcp_servers metadata output_config service_tier speed stop_sequences stream system temperature "
-        "thinking tool_choice tools top_k top_p user_profile_id workspace_id demo"
-    ),
+    **{name: dialect_class(name).fields for name in APIS},
     "completions": _fields(
         "model prompt best_of echo frequency_penalty logit_bias logprobs max_tokens n presence_penalty seed "
         "stop stream stream_options suffix temperature top_p user demo"
@@ -117,7 +102,7 @@ def check_options(names: Iterable[str], api: str, preset: str) -> None:
     for name in names:
         if name in fields or name in PACKAGE_OPTIONS:
             continue
-        known = sorted(fields | PACKAGE_OPTIONS | FIELDS["chat"] | FIELDS["responses"] | FIELDS["messages"])
+        known = sorted(fields.union(PACKAGE_OPTIONS, *(FIELDS[each] for each in APIS)))
         meant = _closest(name, known)
         if meant is not None:
             raise ValueError(f"unknown option {name}=: did you mean {meant}=?")

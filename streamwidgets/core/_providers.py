@@ -18,6 +18,7 @@ __all__ = [
     "BEARER",
     "X_API_KEY",
     "NO_AUTH",
+    "COMPATIBLE",
     "Provider",
     "PROVIDERS",
     "CUSTOM",
@@ -25,9 +26,12 @@ __all__ = [
     "DEMO_FLAVORS",
 ]
 
-#: The three wire dialects; every "OpenAI-compatible" provider speaks a variant of the first.
+#: The wire dialects; every "OpenAI-compatible" provider speaks a variant of the first. Each has
+#: one module in `core/dialects/` (and one in the embedded provider's `server/demo/apis/`).
 Api = Literal["chat", "responses", "messages"]
 APIS: tuple[Api, ...] = ("chat", "responses", "messages")
+#: The three APIs the OpenAI-and-Anthropic-compatible servers serve (llama.cpp's, LiteLLM, Engy).
+COMPATIBLE: tuple[Api, ...] = ("chat", "responses", "messages")
 
 #: The seed providers the embedded server imitates under `/<flavor>/v1`.
 DEMO_FLAVORS = ("venym", "engy", "everyais", "vultr")
@@ -79,6 +83,12 @@ class Provider:
     note: str = ""
     #: The environment variable that can hold the base URL (a gateway the teacher runs).
     base_url_env: Optional[str] = None
+    #: An API this provider serves under another base URL than `base_url` (Gemini's chat).
+    bases: tuple[tuple[str, str], ...] = field(default=())
+
+    def base_for(self, api: str) -> Optional[str]:
+        """Where `api` lives at this provider."""
+        return dict(self.bases).get(api, self.base_url)
 
     @property
     def default_api(self) -> Api:
@@ -97,10 +107,8 @@ class Provider:
         return api
 
 
-_ALL = APIS
-
 #: A server reached by `base_url=` with no preset: any dialect, each with its own auth style.
-CUSTOM = Provider("custom", None, apis=_ALL, key_optional=True)
+CUSTOM = Provider("custom", None, apis=APIS, key_optional=True)
 
 PROVIDERS: dict[str, Provider] = {
     p.name: p
@@ -108,7 +116,7 @@ PROVIDERS: dict[str, Provider] = {
         Provider(
             "demo",
             None,
-            apis=_ALL,
+            apis=APIS,
             default_model="demo",
             auth=NO_AUTH,
             key_optional=True,
@@ -118,7 +126,7 @@ PROVIDERS: dict[str, Provider] = {
         Provider(
             "local",
             None,
-            apis=_ALL,
+            apis=COMPATIBLE,
             default_model="local",
             key_optional=True,
             note="a real model on this machine: llama.cpp's own server (the [local] extra), shared by your kernels; no network",
@@ -135,7 +143,7 @@ PROVIDERS: dict[str, Provider] = {
             "engy",
             "https://api.engy.ai/v1",
             "ENGY_API_KEY",
-            _ALL,
+            COMPATIBLE,
             "glm-5.2",
             note="reasoning_content; usage + x_engy on the finish chunk; errors inside the stream",
         ),
@@ -143,7 +151,7 @@ PROVIDERS: dict[str, Provider] = {
             "everyais",
             "https://api.everyais.com/v1",
             "EVERYAIS_API_KEY",
-            _ALL,
+            COMPATIBLE,
             model_env="EVERYAIS_MODEL",
             note="': ok' keep-alives; error events after a 200",
         ),
@@ -151,7 +159,7 @@ PROVIDERS: dict[str, Provider] = {
             "vultr",
             "https://api.vultrinference.com/v1",
             "VULTR_INFERENCE_API_KEY",
-            _ALL,
+            COMPATIBLE,
             "deepseek-v4.1-flash",
             note="reasoning field; usage always on the last chunk",
         ),

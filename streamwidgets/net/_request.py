@@ -54,7 +54,6 @@ Prompt = Union[str, Sequence[Mapping[str, Any]]]
 
 #: What each API is called when the embedded provider's generic route stands in for a preset.
 _NO_KEY = Redactor("")
-_ROUTE_NAMES = {"chat": "OpenAI-compatible chat", "responses": "OpenAI Responses", "messages": "Anthropic Messages"}
 
 #: Which offline stand-in answers a request with no key: "demo" (the scripted demo), "local" (the
 #: local model, the 135M one included), unset: a class-quality local model if found, else the demo.
@@ -148,7 +147,7 @@ class StreamRequest:
             raise RuntimeError(
                 "the embedded provider is not started yet: stream the request, or use request.resolved()"
             )
-        return self.base_url.rstrip("/") + self.dialect.path
+        return self.dialect.url(self.base_url, self.model)
 
     @property
     def max_tokens(self) -> Optional[int]:
@@ -318,7 +317,7 @@ def make_request(
     check_options(params, chosen_api, preset.name)
     if extra_body:
         params.update(extra_body)
-    check_logprobs(params.get("logprobs"), chosen_api)  # `logprobs=N`: each dialect writes it (dialects/_logprobs)
+    check_logprobs(params.get("logprobs"), dialect_class(chosen_api))  # `logprobs=N`: each dialect writes it
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
     if system:
         messages.insert(0, {"role": "system", "content": system})
@@ -358,7 +357,9 @@ def make_request(
         elif preset.base_url is None:
             raise ValueError(f"provider {preset.name!r} has no base URL; pass base_url=")
         else:
-            base_url = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_url
+            base_url = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_for(
+                chosen_api
+            )
             _check_base_url(base_url)
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
     if not model and embedded is not None:
@@ -407,7 +408,7 @@ def _local_stand_in(
         return None
     if model is not None and (model == "demo" or model.startswith("demo-")):
         return None  # a scenario: the demo plays it the same way every time
-    if any(name in params for name in _NOT_LOCAL):
+    if any(name in params for name in _NOT_LOCAL) or api not in get_provider("local").apis:
         return None
     from ..server import local_model_missing
 
@@ -460,7 +461,7 @@ def _stand_in(preset: Provider, api: Api, *, offline: bool) -> tuple[str, Option
     if preset.name in DEMO_FLAVORS:
         embedded, flavor = preset.name, f"its {preset.name} flavor"
     else:
-        embedded, flavor = "", f"its generic {_ROUTE_NAMES[api]} route"
+        embedded, flavor = "", f"its generic {dialect_class(api).title} route"
     reason = "offline=True" if offline or not preset.key_env else f"no {preset.key_env} is set"
     return embedded, f"Offline demo: {reason}, so the embedded provider answered with {flavor}, not {preset.name}."
 

@@ -10,7 +10,7 @@ import pytest
 
 import streamwidgets as sw
 from streamwidgets.core import Feed, Limits, StreamState, Token
-from streamwidgets.core.dialects import ChatDialect, Normalizer, ResponsesDialect
+from streamwidgets.core.dialects import ChatDialect, MessagesDialect, Normalizer, ResponsesDialect
 from streamwidgets.core.dialects._logprobs import check_logprobs, logprob_params
 
 
@@ -179,7 +179,7 @@ def test_each_dialect_asks_in_its_own_words():
     responses = ResponsesDialect.build_body("m", [], {"logprobs": 0, "include": ["x"]}, include_usage=False)
     assert responses["include"] == ["x", "message.output_text.logprobs"] and responses["top_logprobs"] == 0
     assert "logprobs" not in responses
-    assert logprob_params("chat", {"temperature": 0}) == {"temperature": 0}
+    assert logprob_params({"temperature": 0}, lambda params, n: None) == {"temperature": 0}
 
 
 @pytest.mark.parametrize("value", [21, -1, 2.5, "5"])
@@ -191,4 +191,4 @@ def test_out_of_range_logprobs_are_refused_before_sending(value):
 def test_messages_has_no_logprobs_and_says_so():
     with pytest.raises(ValueError, match="Anthropic Messages API: it sends no token log-probabilities"):
         sw.make_request("hi", provider="demo", api="messages", logprobs=3)
-    check_logprobs(None, "messages")  # not asked: nothing to say
+    check_logprobs(None, MessagesDialect)  # not asked: nothing to say

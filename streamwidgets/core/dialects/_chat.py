@@ -31,9 +31,15 @@ from .._providers import BEARER, Auth
 from .._sse import ServerSentEvent
 from ._common import ThinkSplitter, citations_from, count, number, parse_object, source, string, sub
 from ._logprobs import LogprobReader, logprob_params
-from ._request import CallResult, Messages, ToolSpecs, ask_to_continue, rename_token_limit
+from ._request import CallResult, Messages, ToolSpecs, ask_to_continue, fields, rename_token_limit
 
 __all__ = ["ChatDialect", "chat_usage"]
+
+
+def _write_logprobs(params: dict[str, Any], alternatives: int) -> None:
+    """`logprobs=N` in chat's words: `logprobs: true, top_logprobs: N`."""
+    params["logprobs"] = True
+    params["top_logprobs"] = alternatives
 
 
 def chat_usage(usage: Mapping[str, Any]) -> Usage:
@@ -61,12 +67,25 @@ class ChatDialect:
     Perplexity's repeated source lists, and the optional `<think>` splitter."""
 
     name: ClassVar[str] = "chat"
+    title: ClassVar[str] = "OpenAI-compatible chat"
 
     # ------------------------------------------------------------------ the request side
 
-    path: ClassVar[str] = "/chat/completions"
     auth: ClassVar[Auth] = BEARER
     headers: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The body fields of OpenAI's reference (and its SDK's parameters); `demo` is the embedded provider's.
+    fields: ClassVar[frozenset[str]] = fields(
+        "model messages audio frequency_penalty function_call functions logit_bias logprobs "
+        "max_completion_tokens max_tokens metadata modalities moderation n parallel_tool_calls prediction "
+        "presence_penalty prompt_cache_key prompt_cache_options prompt_cache_retention reasoning_effort "
+        "response_format safety_identifier seed service_tier stop store stream stream_options temperature "
+        "tool_choice tools top_logprobs top_p user verbosity web_search_options demo"
+    )
+    logprobs: ClassVar[bool] = True
+
+    @staticmethod
+    def url(base_url: str, model: str) -> str:
+        return base_url.rstrip("/") + "/chat/completions"
 
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
@@ -74,7 +93,8 @@ class ChatDialect:
         body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages], "stream": True}
         if include_usage:
             body["stream_options"] = {"include_usage": True}
-        body.update(rename_token_limit(logprob_params("chat", params), "max_tokens", keep=("max_completion_tokens",)))
+        params = logprob_params(params, _write_logprobs)
+        body.update(rename_token_limit(params, "max_tokens", keep=("max_completion_tokens",)))
         return body
 
     @staticmethod
@@ -99,6 +119,27 @@ class ChatDialect:
         return [assistant, *({"role": "tool", "tool_call_id": c.id, "content": c.content} for c in calls)]
 
     # ------------------------------------------------------------------ the reader
+
+    @staticmethod
+    def tells(event: str, obj: Optional[Mapping[str, Any]], data: str) -> bool:
+        """Whether an event (its name, its JSON object if it is one, its data) is this API's."""
+        if obj is None:
+            return data.startswith("[DONE]")
+        kind = obj.get("object")
+        return "choices" in obj or (isinstance(kind, str) and kind.startswith(("chat.completion", "venym.")))
+
+    @staticmethod
+    def holds_answer(obj: Mapping[str, Any]) -> bool:
+        """Whether a whole (non-streamed) JSON body is this API's answer."""
+        kind = obj.get("object")
+        return "choices" in obj or (isinstance(kind, str) and kind.startswith("chat.completion"))
+
+    #: A lone `data: [DONE]` without its blank line still ends the stream (llama.cpp).
+    lone_done: ClassVar[bool] = True
+
+    @classmethod
+    def reader(cls, think_tags: bool, alternatives: Optional[int]) -> ChatDialect:
+        return cls(think_tags=think_tags, alternatives=alternatives)
 
     def __init__(self, *, think_tags: bool = False, alternatives: Optional[int] = None) -> None:
         self._think = ThinkSplitter() if think_tags else None

@@ -4,7 +4,8 @@ OpenAI chat chunks (and every server that copies them: llama.cpp's, vLLM, the lo
 `choices[0].logprobs.content[]`; a Responses `response.output_text.delta` carries `logprobs[]`
 when the request asked for them. Both list entries of the same shape: `token`, `logprob`,
 `bytes` (the token's UTF-8 bytes, which may end in the middle of a character) and
-`top_logprobs[]` (the same three fields). Anthropic's Messages API has no log-probabilities.
+`top_logprobs[]` (the same three fields); Gemini's `logprobsResult` is read into the same shape
+(`_gemini.py`). Anthropic's Messages API has no log-probabilities.
 
 The texts of the tokens read here always join to the answer text they came with: a token's
 text is decoded from its bytes, carrying a character split between two tokens over to the token
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import codecs
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
 from .._events import Problem, Token, TokenLogprobs
@@ -38,24 +39,15 @@ _MISMATCH = (
 )
 
 
-def logprob_params(api: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """`params` with `logprobs=N` (0-20 alternatives per token) written as `api` asks for it:
-    chat `logprobs: true, top_logprobs: N`; Responses `include` and `top_logprobs`. A boolean
-    `logprobs` is chat's own field and passes as it is. Raises ValueError for a number out of range
-    or for Messages, which has no log-probabilities."""
+def logprob_params(params: Mapping[str, Any], write: Callable[[dict[str, Any], int], None]) -> dict[str, Any]:
+    """`params` with `logprobs=N` (0-20 alternatives per token) written by `write` in one API's
+    fields (each dialect's `build_body` passes its own). A boolean `logprobs` is chat's own field
+    and passes as it is. Checked before: `check_logprobs`."""
     value = params.get("logprobs")
     if value is None or isinstance(value, bool):
         return dict(params)
-    check_logprobs(value, api)
     out = {k: v for k, v in params.items() if k != "logprobs"}
-    if api == "responses":
-        include = list(out.get("include") or ())
-        if LOGPROBS_INCLUDE not in include:
-            include.append(LOGPROBS_INCLUDE)
-        out["include"] = include
-    else:
-        out["logprobs"] = True
-    out["top_logprobs"] = value
+    write(out, value)
     return out
 
 
@@ -70,13 +62,14 @@ def asked_alternatives(params: Mapping[str, Any]) -> Optional[int]:
     return min(MAX_TOP_LOGPROBS, max(0, value))
 
 
-def check_logprobs(value: Any, api: str) -> None:
-    """Refuse `logprobs=` that no request could carry, before anything is sent."""
+def check_logprobs(value: Any, api: Any) -> None:
+    """Refuse `logprobs=` that no request to `api` (a dialect class) could carry, before anything
+    is sent: a number out of range, or an API that has no log-probabilities."""
     if value is None or value is False:
         return
-    if api == "messages":
+    if not api.logprobs:
         raise ValueError(
-            "logprobs= cannot be asked of the Anthropic Messages API: it sends no token log-probabilities "
+            f"logprobs= cannot be asked of the {api.title} API: it sends no token log-probabilities "
             "(use a chat or responses API, the local model or the offline demo)"
         )
     if value is True:

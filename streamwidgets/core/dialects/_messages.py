@@ -29,7 +29,7 @@ from .._json import dumps
 from .._providers import X_API_KEY, Auth
 from .._sse import ServerSentEvent
 from ._common import citations_from, count, parse_object, remember, source, string, sub
-from ._request import CallResult, Messages, ToolSpecs, arguments_object, rename_token_limit, split_system
+from ._request import CallResult, Messages, ToolSpecs, arguments_object, fields, rename_token_limit, split_system
 
 __all__ = ["MessagesDialect", "messages_usage"]
 
@@ -56,18 +56,43 @@ def _index(value: Any) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+#: The event types only Messages sends.
+_EVENTS = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+
 #: Messages requires a token limit; this one is sent when the caller gives none.
 DEFAULT_MAX_TOKENS = 4096
 
 
 class MessagesDialect:
     name: ClassVar[str] = "messages"
+    title: ClassVar[str] = "Anthropic Messages"
 
     # ------------------------------------------------------------------ the request side
 
-    path: ClassVar[str] = "/messages"
     auth: ClassVar[Auth] = X_API_KEY
     headers: ClassVar[tuple[tuple[str, str], ...]] = (("anthropic-version", "2023-06-01"),)
+    #: The body fields of Anthropic's reference; `demo` is the embedded provider's.
+    fields: ClassVar[frozenset[str]] = fields(
+        "model messages max_tokens cache_control container context_management diagnostics inference_geo "
+        "mcp_servers metadata output_config service_tier speed stop_sequences stream system temperature "
+        "thinking tool_choice tools top_k top_p user_profile_id workspace_id demo"
+    )
+    #: Messages sends no token log-probabilities.
+    logprobs: ClassVar[bool] = False
+
+    @staticmethod
+    def url(base_url: str, model: str) -> str:
+        return base_url.rstrip("/") + "/messages"
 
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
@@ -117,6 +142,23 @@ class MessagesDialect:
         return [{"role": "assistant", "content": [*said, *used]}, {"role": "user", "content": results}]
 
     # ------------------------------------------------------------------ the reader
+
+    @staticmethod
+    def tells(event: str, obj: Optional[Mapping[str, Any]], data: str) -> bool:
+        """Whether an event (its name, its JSON object if it is one, its data) is this API's."""
+        kind = obj.get("type") if obj is not None else None
+        return event in _EVENTS or (isinstance(kind, str) and kind in _EVENTS)
+
+    @staticmethod
+    def holds_answer(obj: Mapping[str, Any]) -> bool:
+        """Whether a whole (non-streamed) JSON body is this API's answer."""
+        return obj.get("type") == "message"
+
+    lone_done: ClassVar[bool] = False
+
+    @classmethod
+    def reader(cls, think_tags: bool, alternatives: Optional[int]) -> MessagesDialect:
+        return cls()
 
     def __init__(self) -> None:
         self._blocks: dict[Any, str] = {}

@@ -43,26 +43,34 @@ __all__ = [
 
 DIALECTS = APIS
 
-_MESSAGES_EVENTS = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
-
 
 class Dialect(Protocol):
-    """What every dialect declares (the request side) and does (read events)."""
+    """What every dialect declares (the request side) and does (read events): one module per
+    API, and one row in `_CLASSES`."""
 
     name: ClassVar[str]
-    path: ClassVar[str]
+    #: The API's name in a sentence ("Anthropic Messages").
+    title: ClassVar[str]
     auth: ClassVar[Auth]
     headers: ClassVar[tuple[tuple[str, str], ...]]
+    #: The body fields a request may carry as plain keywords (`core/_options.py` checks them).
+    fields: ClassVar[frozenset[str]]
+    #: The API can send token log-probabilities (`logprobs=N`).
+    logprobs: ClassVar[bool]
+    #: A lone `data: [DONE]` at the end of the body, without its blank line, is the terminator.
+    lone_done: ClassVar[bool]
+
+    @staticmethod
+    def url(base_url: str, model: str) -> str: ...
+
+    @staticmethod
+    def tells(event: str, obj: Optional[Mapping[str, Any]], data: str) -> bool: ...
+
+    @staticmethod
+    def holds_answer(obj: Mapping[str, Any]) -> bool: ...
+
+    @classmethod
+    def reader(cls, think_tags: bool, alternatives: Optional[int]) -> Dialect: ...
 
     @staticmethod
     def build_body(
@@ -88,7 +96,8 @@ class Dialect(Protocol):
     def answer(self, data: str) -> list[Event]: ...
 
 
-_CLASSES: dict[str, Any] = {"chat": ChatDialect, "responses": ResponsesDialect, "messages": MessagesDialect}
+#: The dialects, one row each, in the order an event is asked which one it belongs to.
+_CLASSES: dict[str, Any] = {cls.name: cls for cls in (ResponsesDialect, MessagesDialect, ChatDialect)}
 
 
 def dialect_class(name: str) -> type[Dialect]:
@@ -101,46 +110,25 @@ def dialect_class(name: str) -> type[Dialect]:
 
 def detect_dialect(sse: ServerSentEvent) -> Optional[str]:
     """The dialect an event belongs to, or None when it does not tell (an `error`, a bad line)."""
-    name = sse.event
-    if name.startswith("response."):
-        return "responses"
-    if name in _MESSAGES_EVENTS:
-        return "messages"
     data = sse.data.lstrip()
-    if data.startswith("[DONE]"):
-        return "chat"
-    if not data.startswith("{"):
-        return None
-    try:
-        obj = loads(data)
-    except ValueError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    kind = obj.get("type")
-    if isinstance(kind, str):
-        if kind.startswith("response."):
-            return "responses"
-        if kind in _MESSAGES_EVENTS:
-            return "messages"
-    if "choices" in obj or _object_starts(obj, ("chat.completion", "venym.")):
-        return "chat"
+    obj: Optional[Mapping[str, Any]] = None
+    if data.startswith("{"):
+        try:
+            parsed = loads(data)
+        except ValueError:
+            parsed = None
+        obj = parsed if isinstance(parsed, dict) else None
+    for cls in _CLASSES.values():
+        if cls.tells(sse.event, obj, data):
+            return str(cls.name)
     return None
-
-
-def _object_starts(obj: Mapping[str, Any], prefixes: tuple[str, ...]) -> bool:
-    kind = obj.get("object")  # not str(...): a hostile list 1,000 deep has no printable repr
-    return isinstance(kind, str) and kind.startswith(prefixes)
 
 
 def _answer_dialect(obj: Mapping[str, Any]) -> Optional[str]:
     """The dialect of a whole, non-streamed answer object, or None when it is none of theirs."""
-    if "choices" in obj or _object_starts(obj, ("chat.completion",)):
-        return "chat"
-    if obj.get("object") == "response":
-        return "responses"
-    if obj.get("type") == "message":
-        return "messages"
+    for cls in _CLASSES.values():
+        if cls.holds_answer(obj):
+            return str(cls.name)
     return None
 
 
@@ -174,11 +162,7 @@ class WholeBody(NamedTuple):
 def make_dialect(name: str, provider: Provider, alternatives: Optional[int] = None) -> Dialect:
     """A reader for one stream; the chat reader splits `<think>` tags for the presets that ask.
     `alternatives`: the most alternatives per token kept (what the request asked for)."""
-    if name == ChatDialect.name:
-        return ChatDialect(think_tags=provider.think_tags, alternatives=alternatives)
-    if name == ResponsesDialect.name:
-        return ResponsesDialect(alternatives=alternatives)
-    return dialect_class(name)()
+    return dialect_class(name).reader(provider.think_tags, alternatives)
 
 
 class Normalizer:
@@ -233,7 +217,7 @@ class Normalizer:
             out += self._translate_waiting("chat")
         tail = decoder.unterminated
         if tail is not None and tail.data:
-            if tail.data.strip() == "[DONE]" and self.dialect_name in (None, "chat"):
+            if tail.data.strip() == "[DONE]" and (self.dialect is None or self.dialect.lone_done):
                 out.append(Terminator())  # llama.cpp: `data: [DONE]\n` without its blank line
             else:
                 out.append(Problem("the stream ended in the middle of an event; that event was discarded"))
@@ -253,9 +237,12 @@ class Normalizer:
             obj = loads(text)
         except ValueError:
             return WholeBody(f"JSON that could not be read: {summarize_body(text, 80)}", [])
-        if not isinstance(obj, dict):
-            return WholeBody(f"JSON but no answer ({type(obj).__name__})", [])
         dialect = self.dialect
+        if isinstance(obj, list) and obj and isinstance(obj[0], dict) and dialect is None:
+            told = _answer_dialect(obj[0])  # Gemini's chunks as one JSON array
+            dialect = make_dialect(told, self.provider, self.alternatives) if told else None
+        if not isinstance(obj, dict) and dialect is None:
+            return WholeBody(f"JSON but no answer ({type(obj).__name__})", [])
         if dialect is None:
             dialect = make_dialect(_answer_dialect(obj) or "chat", self.provider, self.alternatives)
         try:
@@ -264,7 +251,7 @@ class Normalizer:
             return WholeBody("JSON nested too deeply to read", [])
         except Exception as exc:  # a shape no reader foresaw
             return WholeBody(f"JSON that could not be read as an answer ({type(exc).__name__})", [])
-        if not events and obj.get("error") is not None:
+        if not events and isinstance(obj, dict) and obj.get("error") is not None:
             events = [error_from_object(obj)]
         if dialect.notes and events:
             self._say(dialect.notes, events)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "fields",
     "Messages",
     "TOKEN_LIMIT_NAMES",
     "rename_token_limit",
@@ -23,6 +24,13 @@ __all__ = [
 ]
 
 Messages = Sequence[Mapping[str, Any]]
+
+
+def fields(text: str) -> frozenset[str]:
+    """A list of body fields, written as words."""
+    return frozenset(text.split())
+
+
 #: The tools a request offers, as `Tool.spec` gives them: name, description, parameters (a JSON schema).
 ToolSpecs = Sequence[Mapping[str, Any]]
 

@@ -30,10 +30,19 @@ from .._events import (
 from .._providers import BEARER, Auth
 from .._sse import ServerSentEvent
 from ._common import count, parse_object, remember, source, string, sub
-from ._logprobs import LogprobReader, logprob_params
-from ._request import CallResult, Messages, ToolSpecs, ask_to_continue, rename_token_limit
+from ._logprobs import LOGPROBS_INCLUDE, LogprobReader, logprob_params
+from ._request import CallResult, Messages, ToolSpecs, ask_to_continue, fields, rename_token_limit
 
 __all__ = ["ResponsesDialect", "responses_usage"]
+
+
+def _write_logprobs(params: dict[str, Any], alternatives: int) -> None:
+    """`logprobs=N` in Responses' words: the `include` that adds them, and `top_logprobs: N`."""
+    include = list(params.get("include") or ())
+    if LOGPROBS_INCLUDE not in include:
+        include.append(LOGPROBS_INCLUDE)
+    params["include"] = include
+    params["top_logprobs"] = alternatives
 
 
 def responses_usage(usage: Mapping[str, Any]) -> Usage:
@@ -69,18 +78,31 @@ _TEXT: dict[str, Callable[[str], Event]] = {
 
 class ResponsesDialect:
     name: ClassVar[str] = "responses"
+    title: ClassVar[str] = "OpenAI Responses"
 
     # ------------------------------------------------------------------ the request side
 
-    path: ClassVar[str] = "/responses"
     auth: ClassVar[Auth] = BEARER
     headers: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The body fields of OpenAI's Responses reference; `demo` is the embedded provider's.
+    fields: ClassVar[frozenset[str]] = fields(
+        "model input access_programs background background_options context_management conversation image "
+        "include instructions max_output_tokens max_tool_calls metadata moderation parallel_tool_calls "
+        "previous_response_id prompt prompt_cache_key prompt_cache_options prompt_cache_retention reasoning "
+        "safety_identifier service_tier store stream stream_options temperature text tool_choice tools "
+        "top_logprobs top_p truncation user demo"
+    )
+    logprobs: ClassVar[bool] = True
+
+    @staticmethod
+    def url(base_url: str, model: str) -> str:
+        return base_url.rstrip("/") + "/responses"
 
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
         """A Responses body: the conversation is the `input`; usage always comes in the final event."""
         body: dict[str, Any] = {"model": model, "input": [dict(m) for m in messages], "stream": True}
-        body.update(rename_token_limit(logprob_params("responses", params), "max_output_tokens"))
+        body.update(rename_token_limit(logprob_params(params, _write_logprobs), "max_output_tokens"))
         return body
 
     @staticmethod
@@ -101,6 +123,23 @@ class ResponsesDialect:
         return [*said, *asked, *answered]
 
     # ------------------------------------------------------------------ the reader
+
+    @staticmethod
+    def tells(event: str, obj: Optional[Mapping[str, Any]], data: str) -> bool:
+        """Whether an event (its name, its JSON object if it is one, its data) is this API's."""
+        kind = obj.get("type") if obj is not None else None
+        return event.startswith("response.") or (isinstance(kind, str) and kind.startswith("response."))
+
+    @staticmethod
+    def holds_answer(obj: Mapping[str, Any]) -> bool:
+        """Whether a whole (non-streamed) JSON body is this API's answer."""
+        return obj.get("object") == "response"
+
+    lone_done: ClassVar[bool] = False
+
+    @classmethod
+    def reader(cls, think_tags: bool, alternatives: Optional[int]) -> ResponsesDialect:
+        return cls(alternatives=alternatives)
 
     def __init__(self, *, alternatives: Optional[int] = None) -> None:
         self._calls: dict[str, bool] = {}  # function-call item id -> arguments seen as deltas
