@@ -354,12 +354,13 @@ def make_request(
                 f"no {preset.key_env} is set, and offline=False forbids the offline demo: set {preset.key_env} "
                 "(or pass api_key=) to reach the provider"
             )
-        elif preset.base_url is None:
+        elif preset.base_for(chosen_api) is None:
             raise ValueError(f"provider {preset.name!r} has no base URL; pass base_url=")
         else:
             base_url = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_for(
                 chosen_api
             )
+            assert base_url is not None
             _check_base_url(base_url)
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model
     if not model and embedded is not None:
