@@ -17,6 +17,7 @@ __all__ = [
     "Auth",
     "BEARER",
     "X_API_KEY",
+    "X_GOOG_API_KEY",
     "NO_AUTH",
     "COMPATIBLE",
     "Provider",
@@ -28,8 +29,8 @@ __all__ = [
 
 #: The wire dialects; every "OpenAI-compatible" provider speaks a variant of the first. Each has
 #: one module in `core/dialects/` (and one in the embedded provider's `server/demo/apis/`).
-Api = Literal["chat", "responses", "messages"]
-APIS: tuple[Api, ...] = ("chat", "responses", "messages")
+Api = Literal["chat", "responses", "messages", "gemini"]
+APIS: tuple[Api, ...] = ("chat", "responses", "messages", "gemini")
 #: The three APIs the OpenAI-and-Anthropic-compatible servers serve (llama.cpp's, LiteLLM, Engy).
 COMPATIBLE: tuple[Api, ...] = ("chat", "responses", "messages")
 
@@ -52,6 +53,7 @@ class Auth:
 
 BEARER = Auth("Authorization", "Bearer ")
 X_API_KEY = Auth("x-api-key")
+X_GOOG_API_KEY = Auth("x-goog-api-key")
 NO_AUTH = Auth(None)
 
 
@@ -126,7 +128,7 @@ PROVIDERS: dict[str, Provider] = {
         Provider(
             "local",
             None,
-            apis=COMPATIBLE,
+            apis=COMPATIBLE,  # llama.cpp's server speaks no Gemini
             default_model="local",
             key_optional=True,
             note="a real model on this machine: llama.cpp's own server (the [local] extra), shared by your kernels; no network",
@@ -205,10 +207,12 @@ PROVIDERS: dict[str, Provider] = {
         ),
         Provider(
             "gemini",
-            "https://generativelanguage.googleapis.com/v1beta/openai",
+            "https://generativelanguage.googleapis.com/v1beta",
             "GEMINI_API_KEY",
-            ("chat",),
+            ("gemini", "chat"),
             "gemini-2.5-flash",
+            bases=(("chat", "https://generativelanguage.googleapis.com/v1beta/openai"),),
+            note="native streamGenerateContent: thought summaries, Google Search sources; api='chat' for its OpenAI route",
         ),
         Provider(
             "ollama",

@@ -99,6 +99,16 @@ _FINISH_MAP = {
     "refusal": "refusal",
     "error": "error",
     "failed": "error",
+    # Gemini's reasons
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import streamwidgets as sw
 from streamwidgets.core import Feed, Limits, StreamState, Token
-from streamwidgets.core.dialects import ChatDialect, MessagesDialect, Normalizer, ResponsesDialect
+from streamwidgets.core.dialects import ChatDialect, GeminiDialect, MessagesDialect, Normalizer, ResponsesDialect
 from streamwidgets.core.dialects._logprobs import check_logprobs, logprob_params
 
 
@@ -179,6 +179,9 @@ def test_each_dialect_asks_in_its_own_words():
     responses = ResponsesDialect.build_body("m", [], {"logprobs": 0, "include": ["x"]}, include_usage=False)
     assert responses["include"] == ["x", "message.output_text.logprobs"] and responses["top_logprobs"] == 0
     assert "logprobs" not in responses
+    gemini = GeminiDialect.build_body("m", [], {"logprobs": 4, "temperature": 0}, include_usage=False)
+    assert gemini["generationConfig"]["responseLogprobs"] is True and gemini["generationConfig"]["logprobs"] == 4
+    assert "logprobs" not in gemini
     assert logprob_params({"temperature": 0}, lambda params, n: None) == {"temperature": 0}
 
 

@@ -25,7 +25,7 @@ from streamwidgets import parse
 from streamwidgets.core._state import StreamState
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
-DIALECTS = ("chat", "responses", "messages")
+DIALECTS = ("chat", "responses", "messages", "gemini")
 EXPECT_KEYS = (
     "text",
     "reasoning",

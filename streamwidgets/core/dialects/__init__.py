@@ -5,6 +5,7 @@ event that tells; `dialect_class(api)` gives the request side of one API."""
 from __future__ import annotations
 
 from ._chat import ChatDialect
+from ._gemini import GeminiDialect
 from ._messages import MessagesDialect
 from ._normalizer import (
     DIALECTS,
@@ -22,6 +23,7 @@ __all__ = [
     "ChatDialect",
     "ResponsesDialect",
     "MessagesDialect",
+    "GeminiDialect",
     "Normalizer",
     "WholeBody",
     "detect_dialect",

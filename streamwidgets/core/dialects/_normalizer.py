@@ -22,6 +22,7 @@ from .._json import loads
 from .._providers import APIS, Auth, Provider, get_provider
 from .._sse import ServerSentEvent, SSEDecoder
 from ._chat import ChatDialect
+from ._gemini import GeminiDialect
 from ._messages import MessagesDialect
 from ._request import CallResult, Messages, ToolSpecs
 from ._responses import ResponsesDialect
@@ -31,6 +32,7 @@ __all__ = [
     "ChatDialect",
     "ResponsesDialect",
     "MessagesDialect",
+    "GeminiDialect",
     "Normalizer",
     "WholeBody",
     "detect_dialect",
@@ -97,7 +99,7 @@ class Dialect(Protocol):
 
 
 #: The dialects, one row each, in the order an event is asked which one it belongs to.
-_CLASSES: dict[str, Any] = {cls.name: cls for cls in (ResponsesDialect, MessagesDialect, ChatDialect)}
+_CLASSES: dict[str, Any] = {cls.name: cls for cls in (ResponsesDialect, MessagesDialect, ChatDialect, GeminiDialect)}
 
 
 def dialect_class(name: str) -> type[Dialect]:
