@@ -20,7 +20,24 @@ from ._markdown_pane import MarkdownPane
 from ._sync import Parts, set_traits
 from ._traffic import NOTHING, Cost
 
-__all__ = ["AnswerPane", "ENDED"]
+__all__ = ["AnswerPane", "ENDED", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+/* A long answer lives in a box of its own height that keeps the growing end in sight: in a
+   `column-reverse` scroll container the scroll position counts from the bottom, so at the bottom
+   it stays there as the answer grows, and once the reader scrolls up the browser's scroll
+   anchoring keeps what they read in place. No script: standard widgets run none. */
+.sw-view .sw-answer-box {
+  display: flex; flex-direction: column-reverse;
+  max-height: min(36em, 75vh); overflow-y: auto; overflow-x: hidden; overscroll-behavior: contain;
+}
+.sw-view .sw-answer-box > * { flex: 0 0 auto; }
+/* Once the stream ended the box is a plain column, which shows the answer from its start: a
+   finished long answer on a projector otherwise stayed at its end, its first lines out of sight. */
+.sw-view .sw-answer-box.sw-ended { flex-direction: column; }
+.sw-answer { line-height: 1.55; overflow-wrap: anywhere; }
+"""
 
 #: The box's class once the stream ended: it then shows the answer from its start.
 ENDED = "sw-ended"
@@ -57,6 +74,10 @@ class AnswerPane:
                 sent += self.markdown.update(state.text)
             self._length = length
         return sent + set_traits(self.widget, _dom_classes=self._classes(final))
+
+    def saved_html(self, state: StreamState) -> str:
+        """The answer in a saved notebook: the pane's own render."""
+        return self.markdown.html
 
     def _classes(self, ended: bool) -> tuple[str, ...]:
         classes = tuple(c for c in self.widget._dom_classes if c != ENDED)

@@ -19,7 +19,13 @@ from ..markdown import escape_html, safe_url
 from ._sync import Parts, opened, set_traits
 from ._traffic import NOTHING, Cost
 
-__all__ = ["CitationsPane", "citations_html"]
+__all__ = ["CitationsPane", "citations_html", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+.sw-sources ol { margin: 0; padding-left: 1.8em; font-size: 0.92em; }
+.sw-inert { color: var(--jp-content-font-color2, inherit); }
+"""
 
 _MAX_TITLE = 160
 _MAX_URL = 120
@@ -71,3 +77,7 @@ class CitationsPane:
             self.widget = self._parts.html("sw-sources", value=citations_html(sources))
             return opened(self.widget)
         return set_traits(self.widget, value=citations_html(sources))
+
+    def saved_html(self, state: StreamState) -> str:
+        """The sources in a saved notebook, as drawn ("" before any)."""
+        return f'<div class="sw-static-sources">{self.widget.value}</div>' if self.widget is not None else ""

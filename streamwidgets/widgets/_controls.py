@@ -18,7 +18,16 @@ from ..core._state import StreamState
 from ._sync import Parts, opened, set_traits, visible_classes
 from ._traffic import Cost
 
-__all__ = ["Controls"]
+__all__ = ["Controls", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+.sw-view .sw-cancel, .sw-view .sw-continue { flex: 0 0 auto; width: auto; padding: 0 12px; }
+/* A button's icon is a glyph drawn by CSS, and it would go into the button's accessible name
+   (" Cancel"): the same glyph with empty alternative text keeps the name to the button's word. */
+.sw-view .jupyter-button .fa-stop::before { content: "\\f04d" / ""; }
+.sw-view .jupyter-button .fa-play::before { content: "\\f04b" / ""; }
+"""
 
 _CONTINUE = ("Continue", "Ask the model to go on from where the answer stopped")
 _RETRY = ("Retry", "Send the same request again")

@@ -4,7 +4,8 @@ Widgets render only where a kernel (or saved widget state) is around; nbconvert 
 nbviewer show a saved notebook's other mimetypes instead (nbconvert skips the widget view when no
 widget state was saved). So the output carries the widget view plus, once the stream ends, the
 answer itself — the reasoning, the tool cards, the answer and its sources as the panes drew them —
-with a status line that says how it ended and, when it ended short, why.
+with a status line that says how it ended and, when it ended short, why. Each pane says what it
+saves in its row of the pane table (`_panes.PANES`: `saved_html`, `saved_text`).
 
 A notebook runner (`jupyter nbconvert --execute`, papermill, Jupyter Book) saves the widget state,
 and nbconvert then picks the widget view, which only a widget manager loaded from a CDN can draw:
@@ -25,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..core._formatting import STATUS_WORDS, origin
 from ..core._state import StreamState
-from ..markdown import escape_html, safe_markdown, static_html, static_markdown
+from ..markdown import safe_markdown, static_html, static_markdown
+from . import _panes
 from ._cells import under_runner
-from ._toolcalls import shown_calls, tool_calls_text
 
 if TYPE_CHECKING:
     from ._view import StreamView
@@ -78,30 +79,24 @@ def keeps_widget(shell: Any) -> bool:
     return voila or not under_runner(shell)
 
 
-def _static_parts(view: StreamView) -> str:
-    """The reasoning, the tool cards, the answer and the sources as the panes drew them (each
-    already safe), top to bottom as the view shows them."""
-    answer = view.answer_html()  # first: it draws a state not drawn yet
-    parts = []
-    reasoning = view.reasoning
-    if reasoning is not None and reasoning.markdown is not None and reasoning.widget is not None:
-        title = escape_html(str((reasoning.widget.titles or ("Reasoning",))[0]))
-        parts.append(
-            '<div class="sw-static-reasoning" style="border-left:3px solid rgba(127,127,127,0.45);'
-            'padding-left:0.8em;margin-bottom:0.8em">'
-            f'<div class="sw-section-title"><em>{title}</em></div>{reasoning.markdown.html}</div>'
-        )
-    tools = view.tool_calls_html()
-    if tools:  # a card's own look is the view's stylesheet, which a saved output does not carry
-        parts.append(
-            '<div class="sw-static-tools" style="border:1px solid rgba(127,127,127,0.35);border-radius:4px;'
-            f'padding:0.3em 0.8em;margin-bottom:0.8em">{tools}</div>'
-        )
-    parts.append(answer)
-    citations = view.citations
-    if citations is not None and citations.widget is not None:
-        parts.append(f'<div class="sw-static-sources">{citations.widget.value}</div>')
-    return "".join(parts)
+def _saved_html(view: StreamView) -> tuple[str, str]:
+    """The panes' saved HTML (each already safe), top to bottom as the view shows them: what goes
+    in the answer's box, and what follows its status line. A state not drawn yet is drawn first."""
+    view.catch_up()
+    state = view.state
+    inside: list[str] = []
+    after: list[str] = []
+    for row in _panes.PANES:
+        pane = view.pane(row.name)
+        if row.saved_html is not None and pane is not None:
+            (after if row.after_status else inside).append(row.saved_html(pane, state))
+    return "".join(inside), "".join(after)
+
+
+def _saved_text(state: StreamState) -> str:
+    """The panes' lines before the answer in the text forms (a tool loop's timeline)."""
+    texts = (row.saved_text(state) for row in _panes.PANES if row.saved_text is not None)
+    return "\n".join(text for text in texts if text)
 
 
 def final_bundle(
@@ -124,13 +119,13 @@ def final_bundle(
     why = view.redact(ending(state, note))
     plain = text if len(text) <= _PLAIN_LIMIT else text[: _PLAIN_LIMIT - 1] + "…"
     footer = f"[{status}]" + (f"\n{why}" if why else "")
-    calls = view.redact(tool_calls_text(shown_calls(state)))  # a tool loop's timeline, before the answer
-    head = f"{calls}\n\n" if calls else ""
+    lines = view.redact(_saved_text(state))
+    head = f"{lines}\n\n" if lines else ""
+    inside, after = _saved_html(view)
     return {
         **(_widget_part(view.widget) if widget else {}),
         "text/plain": f"{head}{plain}\n\n{footer}" if plain else f"{head}{footer}",
-        "text/markdown": (safe_markdown(head.replace("\n", "  \n", calls.count("\n"))) if head else "")
+        "text/markdown": (safe_markdown(head.replace("\n", "  \n", lines.count("\n"))) if head else "")
         + static_markdown(text, status, why),
-        "text/html": static_html(_static_parts(view), status, why)
-        + (view.tokens.static_html() if view.tokens is not None else ""),
+        "text/html": static_html(inside, status, why) + after,
     }

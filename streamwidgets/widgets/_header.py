@@ -22,7 +22,59 @@ from ..net._sources import Labels, script_note
 from ._sync import Parts, set_traits
 from ._traffic import NOTHING, Cost
 
-__all__ = ["Header", "header_html", "Announcer", "announcement", "css_string"]
+__all__ = ["Header", "header_html", "Announcer", "announcement", "css_string", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+/* The status region is read by screen readers and drawn for nobody (the header shows the same
+   phase): clipped, not `display: none`, which would take it out of the accessibility tree. */
+.sw-view .sw-announce {
+  position: absolute !important; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0;
+  overflow: hidden; clip-path: inset(50%); white-space: nowrap;
+}
+.sw-header { flex: 1 1 auto; min-width: 0; }
+.sw-header-line {
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--sw-ui-size);
+  color: var(--jp-ui-font-color2, inherit);
+  display: flex; flex-wrap: wrap; gap: 0 0.9em; align-items: center; align-content: center;
+  min-height: calc(var(--sw-scale, 1) * var(--jp-widgets-inline-height, 28px));
+  line-height: 1.6;
+}
+.sw-header-note {
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--sw-small-size);
+  color: var(--jp-ui-font-color2, inherit);
+  line-height: 1.4; margin: -2px 0 4px 0;
+}
+.sw-model { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
+.sw-api { font-weight: normal; }
+.sw-badge {
+  font-weight: 600;
+  text-transform: uppercase;
+  letter-spacing: 0.04em;
+  font-size: var(--sw-small-size);
+  padding: 0 6px;
+  border-radius: 3px;
+  color: var(--sw-badge-text);
+  background: var(--sw-warn);
+}
+.sw-provider { color: var(--jp-ui-font-color2, inherit); }
+.sw-status { font-weight: 600; }
+.sw-status-waiting, .sw-status-thinking, .sw-status-answering { color: var(--sw-live); }
+.sw-status-complete { color: var(--sw-ok); }
+.sw-status-cancelled { color: var(--jp-ui-font-color2, inherit); }
+.sw-status-incomplete { color: var(--sw-warn); }
+.sw-status-error { color: var(--sw-error); }
+.sw-pulse {
+  display: inline-block; width: 0.55em; height: 0.55em; margin-right: 0.35em;
+  border-radius: 50%; background: currentColor; vertical-align: middle;
+  animation: sw-pulse 1.2s ease-in-out infinite;
+}
+@keyframes sw-pulse { 0%, 100% { opacity: 0.25; } 50% { opacity: 1; } }
+@media (prefers-reduced-motion: reduce) { .sw-pulse { animation: none; } }
+.sw-metrics, .sw-alive { color: var(--jp-ui-font-color2, inherit); }
+"""
 
 #: The status word shown for each `StreamState.phase`.
 

@@ -18,7 +18,18 @@ from ..markdown import escape_html
 from ._sync import Parts, opened, set_traits, visible_classes
 from ._traffic import NOTHING, Cost
 
-__all__ = ["ProblemBox", "problem_html"]
+__all__ = ["ProblemBox", "problem_html", "reported", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+.sw-problem-box { border-radius: 3px; padding: 4px 8px; margin: 4px 0 2px 0; border-left: 4px solid; }
+/* Tints, not the theme's pale --jp-*-color3: the text keeps the theme's own colour, dark or light. */
+.sw-kind-error { border-color: var(--sw-error); background: rgba(211, 47, 47, 0.12); }
+.sw-kind-warn { border-color: var(--sw-warn); background: rgba(245, 124, 0, 0.12); }
+.sw-kind-info { border-color: var(--jp-info-color1, #0288d1); background: rgba(2, 136, 209, 0.10); }
+.sw-problem-box, .sw-problem-box * { color: var(--jp-content-font-color1, inherit); }
+.sw-problem-box ul { margin: 2px 0; padding-left: 1.4em; }
+"""
 
 _MAX_WARNINGS = 20
 _MAX_TEXT = 2000
@@ -34,6 +45,11 @@ def _kind(state: StreamState) -> str:
     if state.status == "complete" and (state.finish not in (None, "stop", "tool_calls") or state.refusal):
         return "warn"
     return ""
+
+
+def reported(state: StreamState) -> bool:
+    """There is a problem to report (`problem_html` says something)."""
+    return bool(_kind(state) or state.warnings)
 
 
 def _warnings_html(warnings: Sequence[str], redact: Redact) -> str:

@@ -15,11 +15,30 @@ from typing import Optional
 import ipywidgets as w
 
 from ..core._state import StreamState
+from ..markdown import escape_html
 from ._markdown_pane import MarkdownPane
 from ._sync import Parts, opened, set_traits
 from ._traffic import NOTHING, Cost
 
-__all__ = ["ReasoningPane"]
+__all__ = ["ReasoningPane", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+.sw-reasoning-box { margin: 2px 0 4px 0; }
+.sw-reasoning-box .jupyter-widget-Collapse-header,
+.sw-reasoning-box .p-Collapse-header, .sw-reasoning-box .lm-Collapse-header {
+  font-size: var(--sw-ui-size);
+  color: var(--jp-ui-font-color2, inherit);
+  padding: 2px 8px;
+}
+.sw-reasoning {
+  color: var(--jp-content-font-color2, inherit);
+  font-size: calc(0.9 * var(--sw-text-size));
+  max-height: 24em; overflow-y: auto;
+  border-left: 3px solid var(--jp-border-color1, rgba(127, 127, 127, 0.5));
+  padding-left: 8px;
+}
+"""
 
 
 class ReasoningPane:
@@ -74,6 +93,17 @@ class ReasoningPane:
         usage = state.usage
         tokens = usage.reasoning_tokens if usage is not None else None
         return sent + set_traits(self.widget, titles=(self._title(length, answering or final, tokens),))
+
+    def saved_html(self, state: StreamState) -> str:
+        """The reasoning in a saved notebook: its title and markdown as drawn, set off by a rule."""
+        if self.markdown is None or self.widget is None:
+            return ""
+        title = escape_html(str((self.widget.titles or ("Reasoning",))[0]))
+        return (
+            '<div class="sw-static-reasoning" style="border-left:3px solid rgba(127,127,127,0.45);'
+            'padding-left:0.8em;margin-bottom:0.8em">'
+            f'<div class="sw-section-title"><em>{title}</em></div>{self.markdown.html}</div>'
+        )
 
     @staticmethod
     def _title(length: int, finished: bool, reasoning_tokens: int | None) -> str:

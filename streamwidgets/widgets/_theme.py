@@ -4,24 +4,30 @@ Styling through the theme variables (with neutral fallbacks for frontends that d
 such as Colab) keeps the view readable in light and dark themes without a frontend build. The sheet
 travels in an `HTML` widget that every view and panel includes among its children, so that it
 reaches Voila and VS Code too and survives when another cell's output is cleared.
+
+The sheet is put together on first use: the rules every part shares (here), each pane's own rules
+(its module's, in the order of the pane table, `_panes.PANES`), then the chat panel's.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import TypeVar
 
 import ipywidgets as w
 
 from ..markdown import CODE_CHUNK_CLASS, DARK_CONTEXTS, MATH_CSS, PYGMENTS_CSS
 
-__all__ = ["STYLESHEET", "HIDDEN", "stylesheet_widget", "scale_class", "scale_widget"]
+__all__ = ["stylesheet", "HIDDEN", "stylesheet_widget", "scale_class", "scale_widget"]
 
 #: The class that hides a part (one class change instead of a `Layout` model per part).
 HIDDEN = "sw-hidden"
 
-_SOURCE = """
+#: The rules every part shares: sizes and colours, the view's box and header row, buttons, rendered
+#: markdown and code. Each pane's own rules live in its module (`css` in its row of `_panes.PANES`).
+_SHARED_RULES = """
 .sw-hidden { display: none !important; }
 /* Sizes follow `--sw-scale` (set per view by a `sw-scale-NNN` class, see `scale_widget`), so that
    text, code, math and the header grow together on a projector. Colours are our own variables:
@@ -68,95 +74,14 @@ _SOURCE = """
 /* ipywidgets sizes every HTML widget to the UI font; the markdown panes' pieces take the pane's
    (scaled) size instead. */
 .sw-view .sw-md .widget-html, .sw-view .sw-md .jupyter-widget-html { font-size: inherit; }
-/* A long answer lives in a box of its own height that keeps the growing end in sight: in a
-   `column-reverse` scroll container the scroll position counts from the bottom, so at the bottom
-   it stays there as the answer grows, and once the reader scrolls up the browser's scroll
-   anchoring keeps what they read in place. No script: standard widgets run none. */
-.sw-view .sw-answer-box {
-  display: flex; flex-direction: column-reverse;
-  max-height: min(36em, 75vh); overflow-y: auto; overflow-x: hidden; overscroll-behavior: contain;
-}
-.sw-view .sw-answer-box > * { flex: 0 0 auto; }
-/* Once the stream ended the box is a plain column, which shows the answer from its start: a
-   finished long answer on a projector otherwise stayed at its end, its first lines out of sight. */
-.sw-view .sw-answer-box.sw-ended { flex-direction: column; }
-/* The status region is read by screen readers and drawn for nobody (the header shows the same
-   phase): clipped, not `display: none`, which would take it out of the accessibility tree. */
-.sw-view .sw-announce {
-  position: absolute !important; width: 1px; height: 1px; margin: -1px; padding: 0; border: 0;
-  overflow: hidden; clip-path: inset(50%); white-space: nowrap;
-}
 /* The buttons keep the right end of the header row; the header text wraps beside them. */
 .sw-header-row { align-items: flex-start; flex-wrap: nowrap; gap: 6px; }
-.sw-header { flex: 1 1 auto; min-width: 0; }
-.sw-header-line {
-  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
-  font-size: var(--sw-ui-size);
-  color: var(--jp-ui-font-color2, inherit);
-  display: flex; flex-wrap: wrap; gap: 0 0.9em; align-items: center; align-content: center;
-  min-height: calc(var(--sw-scale, 1) * var(--jp-widgets-inline-height, 28px));
-  line-height: 1.6;
-}
-.sw-header-note {
-  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
-  font-size: var(--sw-small-size);
-  color: var(--jp-ui-font-color2, inherit);
-  line-height: 1.4; margin: -2px 0 4px 0;
-}
-.sw-model { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
-.sw-api { font-weight: normal; }
-.sw-badge {
-  font-weight: 600;
-  text-transform: uppercase;
-  letter-spacing: 0.04em;
-  font-size: var(--sw-small-size);
-  padding: 0 6px;
-  border-radius: 3px;
-  color: var(--sw-badge-text);
-  background: var(--sw-warn);
-}
-.sw-provider { color: var(--jp-ui-font-color2, inherit); }
-.sw-status { font-weight: 600; }
-.sw-status-waiting, .sw-status-thinking, .sw-status-answering { color: var(--sw-live); }
-.sw-status-complete { color: var(--sw-ok); }
-.sw-status-cancelled { color: var(--jp-ui-font-color2, inherit); }
-.sw-status-incomplete { color: var(--sw-warn); }
-.sw-status-error { color: var(--sw-error); }
-.sw-pulse {
-  display: inline-block; width: 0.55em; height: 0.55em; margin-right: 0.35em;
-  border-radius: 50%; background: currentColor; vertical-align: middle;
-  animation: sw-pulse 1.2s ease-in-out infinite;
-}
-@keyframes sw-pulse { 0%, 100% { opacity: 0.25; } 50% { opacity: 1; } }
-@media (prefers-reduced-motion: reduce) { .sw-pulse { animation: none; } }
-.sw-metrics, .sw-alive { color: var(--jp-ui-font-color2, inherit); }
-.sw-view .sw-cancel, .sw-view .sw-continue { flex: 0 0 auto; width: auto; padding: 0 12px; }
-/* A button's icon is a glyph drawn by CSS, and it would go into the button's accessible name
-   (" Cancel"): the same glyph with empty alternative text keeps the name to the button's word. */
-.sw-view .jupyter-button .fa-stop::before { content: "\\f04d" / ""; }
-.sw-view .jupyter-button .fa-play::before { content: "\\f04b" / ""; }
-.sw-chat .jupyter-button .fa-paper-plane::before { content: "\\f1d8" / ""; }
 .sw-view .jupyter-button, .sw-chat .jupyter-button {
   font-size: var(--sw-ui-size); height: calc(var(--sw-scale, 1) * var(--jp-widgets-inline-height, 28px));
 }
 .sw-view .jupyter-button:disabled, .sw-chat .jupyter-button:disabled {
   opacity: 0.45; cursor: default; box-shadow: none;
 }
-.sw-reasoning-box { margin: 2px 0 4px 0; }
-.sw-reasoning-box .jupyter-widget-Collapse-header,
-.sw-reasoning-box .p-Collapse-header, .sw-reasoning-box .lm-Collapse-header {
-  font-size: var(--sw-ui-size);
-  color: var(--jp-ui-font-color2, inherit);
-  padding: 2px 8px;
-}
-.sw-reasoning {
-  color: var(--jp-content-font-color2, inherit);
-  font-size: calc(0.9 * var(--sw-text-size));
-  max-height: 24em; overflow-y: auto;
-  border-left: 3px solid var(--jp-border-color1, rgba(127, 127, 127, 0.5));
-  padding-left: 8px;
-}
-.sw-answer { line-height: 1.55; overflow-wrap: anywhere; }
 /* JupyterLab's rendered-HTML rules are made for a notebook's markdown cells: 20 px of padding on
    the right (code blocks then stop short of the answer's edge), centred tables with right-aligned
    cells, and headings sized for a page. An answer in a widget wants none of that. A column that
@@ -215,36 +140,14 @@ _SOURCE = """
   font-size: var(--sw-ui-size);
   font-weight: 600; color: var(--jp-ui-font-color2, inherit); margin: 6px 0 2px 0;
 }
-.sw-sources ol { margin: 0; padding-left: 1.8em; font-size: 0.92em; }
 .sw-domain, .sw-tool-id, .sw-note, .sw-inert-url { color: var(--jp-content-font-color2, inherit); font-size: 0.9em; }
-.sw-inert { color: var(--jp-content-font-color2, inherit); }
-.sw-tool { margin: 2px 0 6px 0; }
-.sw-tool-name { font-family: var(--jp-code-font-family, monospace); font-weight: 600; }
-.sw-tool-args, .sw-tool-result, .sw-tool-failure { margin: 2px 0; white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; max-height: 20em; overflow-y: auto; }
-/* A call's result under its arguments: the status word coloured as the header's, the result
-   marked by a rule on its left (an error in the error colour). */
-.sw-tool-status { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--sw-ui-size); font-weight: 600; margin-top: 4px; }
-.sw-tool-done { color: var(--sw-ok); }
-.sw-tool-running, .sw-tool-waiting { color: var(--sw-live); }
-.sw-tool-error, .sw-tool-cancelled, .sw-tool-declined { color: var(--sw-warn); }
-.sw-view .sw-tool-result { border-left: 3px solid var(--sw-ok); }
-.sw-view .sw-tool-failure { border-left: 3px solid var(--sw-error); color: var(--jp-content-font-color1, inherit); }
-.sw-tool-ask { align-items: center; gap: 6px; }
-.sw-usage-line { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--sw-small-size);
-  color: var(--jp-ui-font-color2, inherit); display: flex; flex-wrap: wrap; gap: 0 1em; }
-.sw-estimate { font-style: italic; }
-.sw-sparkline path { fill: none; stroke: currentColor; stroke-width: 1.6px; }
-.sw-bar { height: 4px; border-radius: 2px; margin: 3px 0 1px 0;
-  background: var(--jp-layout-color3, rgba(127, 127, 127, 0.25)); overflow: hidden; max-width: 32em; }
-.sw-bar-fill { height: 100%; background: var(--sw-live); }
-.sw-bar-full .sw-bar-fill { background: var(--sw-warn); }
-.sw-problem-box { border-radius: 3px; padding: 4px 8px; margin: 4px 0 2px 0; border-left: 4px solid; }
-/* Tints, not the theme's pale --jp-*-color3: the text keeps the theme's own colour, dark or light. */
-.sw-kind-error { border-color: var(--sw-error); background: rgba(211, 47, 47, 0.12); }
-.sw-kind-warn { border-color: var(--sw-warn); background: rgba(245, 124, 0, 0.12); }
-.sw-kind-info { border-color: var(--jp-info-color1, #0288d1); background: rgba(2, 136, 209, 0.10); }
-.sw-problem-box, .sw-problem-box * { color: var(--jp-content-font-color1, inherit); }
-.sw-problem-box ul { margin: 2px 0; padding-left: 1.4em; }
+"""
+
+#: The chat panel's rules, after the panes'.
+_CHAT_RULES = """
+/* The chat panel. Its send button's icon is drawn without alternative text, as the view's buttons'
+   (see `_controls.py`). */
+.sw-chat .jupyter-button .fa-paper-plane::before { content: "\\f1d8" / ""; }
 .sw-chat { max-width: 100%; }
 .sw-chat-user { margin: 6px 0 2px 0; padding: 4px 10px; border-radius: 4px; white-space: pre-wrap;
   background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12)); color: var(--jp-content-font-color1, inherit); }
@@ -252,14 +155,25 @@ _SOURCE = """
 .sw-chat-input { flex: 1 1 auto; }
 """
 
-
-#: The sheet as sent: the rules above plus code highlighting, without comments and indentation
-#: (it crosses the wire once per kernel, so its comments stay here).
-_RULES = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", _SOURCE, flags=re.S)).strip()
 _DARK = ", ".join(f"{context} {scope}" for context in DARK_CONTEXTS for scope in (".sw-view", ".sw-chat"))
-STYLESHEET = (
-    _RULES.replace("{chunk}", CODE_CHUNK_CLASS).replace("{dark}", _DARK) + "\n" + PYGMENTS_CSS + "\n" + MATH_CSS
-)
+
+
+def _as_sent(source: str) -> str:
+    """CSS `source` as sent: without comments and indentation (the sheet crosses the wire once per
+    kernel, so its comments stay in the code), its `{chunk}` and `{dark}` filled in."""
+    text = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", source, flags=re.S)).strip()
+    return text.replace("{chunk}", CODE_CHUNK_CLASS).replace("{dark}", _DARK)
+
+
+@cache
+def stylesheet() -> str:
+    """The sheet every view carries: the shared rules, each pane's in the order of the pane table,
+    the chat's, then code highlighting and math."""
+    from ._panes import PANES  # read on first use: the pane modules import this one
+
+    source = "\n".join((_SHARED_RULES, *(row.css for row in PANES), _CHAT_RULES))
+    return _as_sent(source) + "\n" + PYGMENTS_CSS + "\n" + MATH_CSS
+
 
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
 #: Held for the kernel's life (a handful of small models; dropping them with the last view would
@@ -291,7 +205,7 @@ def stylesheet_widget() -> w.HTML:
     return shared_model(
         "style",
         lambda: w.HTML(
-            value=f"<style>{STYLESHEET}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",)
+            value=f"<style>{stylesheet()}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",)
         ),
     )
 

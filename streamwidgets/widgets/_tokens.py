@@ -267,6 +267,10 @@ class TokenPane:
     def static_html(self) -> str:
         return tokens_static_html(self.tokens, self.simulated)
 
+    def saved_html(self, state: StreamState) -> str:
+        """The tinted answer in a saved notebook, with its own style ("" before any token)."""
+        return self.static_html() if self.widget is not None else ""
+
     def _make(self, simulated: bool) -> Cost:
         parts = self._parts
         self.simulated = simulated

@@ -35,7 +35,24 @@ __all__ = [
     "format_arguments",
     "shown_calls",
     "RESULT_SHOWN_CHARS",
+    "CSS",
 ]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+.sw-tool { margin: 2px 0 6px 0; }
+.sw-tool-name { font-family: var(--jp-code-font-family, monospace); font-weight: 600; }
+.sw-tool-args, .sw-tool-result, .sw-tool-failure { margin: 2px 0; white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; max-height: 20em; overflow-y: auto; }
+/* A call's result under its arguments: the status word coloured as the header's, the result
+   marked by a rule on its left (an error in the error colour). */
+.sw-tool-status { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--sw-ui-size); font-weight: 600; margin-top: 4px; }
+.sw-tool-done { color: var(--sw-ok); }
+.sw-tool-running, .sw-tool-waiting { color: var(--sw-live); }
+.sw-tool-error, .sw-tool-cancelled, .sw-tool-declined { color: var(--sw-warn); }
+.sw-view .sw-tool-result { border-left: 3px solid var(--sw-ok); }
+.sw-view .sw-tool-failure { border-left: 3px solid var(--sw-error); color: var(--jp-content-font-color1, inherit); }
+.sw-tool-ask { align-items: center; gap: 6px; }
+"""
 
 _MAX_NAME = 120
 #: The most characters of a result a card shows (the model is sent up to `MAX_RESULT_CHARS`).
@@ -200,6 +217,17 @@ class ToolCallsPane:
 
     def draw(self, state: StreamState, now: float, final: bool) -> Cost:
         return self._draw_cards(shown_calls(state), final) + self._draw_questions()
+
+    def saved_html(self, state: StreamState) -> str:
+        """The cards in a saved notebook, framed ("" when the pane shows none): a card's own look
+        is the view's stylesheet, which a saved output does not carry."""
+        cards = self.widget.value if self.widget is not None and shown_calls(state) else ""
+        if not cards:
+            return ""
+        return (
+            '<div class="sw-static-tools" style="border:1px solid rgba(127,127,127,0.35);border-radius:4px;'
+            f'padding:0.3em 0.8em;margin-bottom:0.8em">{cards}</div>'
+        )
 
     def _draw_cards(self, calls: Sequence[ToolCall], final: bool) -> Cost:
         key = _key(calls, final)

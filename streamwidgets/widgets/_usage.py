@@ -17,7 +17,19 @@ from ._sparkline import TokenTrace, sparkline_svg
 from ._sync import Parts, set_traits, visible_classes
 from ._traffic import Cost
 
-__all__ = ["UsageMeter", "usage_html"]
+__all__ = ["UsageMeter", "usage_html", "CSS"]
+
+#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+CSS = """
+.sw-usage-line { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--sw-small-size);
+  color: var(--jp-ui-font-color2, inherit); display: flex; flex-wrap: wrap; gap: 0 1em; }
+.sw-estimate { font-style: italic; }
+.sw-sparkline path { fill: none; stroke: currentColor; stroke-width: 1.6px; }
+.sw-bar { height: 4px; border-radius: 2px; margin: 3px 0 1px 0;
+  background: var(--jp-layout-color3, rgba(127, 127, 127, 0.25)); overflow: hidden; max-width: 32em; }
+.sw-bar-fill { height: 100%; background: var(--sw-live); }
+.sw-bar-full .sw-bar-fill { background: var(--sw-warn); }
+"""
 
 
 def usage_html(

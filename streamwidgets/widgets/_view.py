@@ -3,19 +3,21 @@
 The view only lays out and draws. It never reads the network and never paces itself: the frame
 scheduler (`_scheduler.py`) decides when a frame is drawn and whether it is a slow one (the
 header's clock, usage and the problem box), from what the view says changed (`dirty`, `news`)
-and what its last frames cost (`draw` for the answer's panes, `draw_slow` for the others). Every
-pane speaks one protocol (`_pane.py`): `draw(state, now,
-final)` sends what changed and returns what that cost.
+and what its last frames cost (`draw` for the answer's panes, `draw_slow` for the others). Its
+panes are the rows of one table (`_panes.PANES`: when each is made, at which rate it is drawn,
+where it sits), and every pane speaks one protocol (`_pane.py`): `draw(state, now, final)` sends
+what changed and returns what that cost.
 
 A Continue after a cut-off answer goes on in the same view: the person reads one answer, and the
 next part's state (which carries the answer so far, see `StreamState.next_part`) grows in the
 same markdown pane.
 
 Parts that most answers never need — reasoning, the token view, tool calls, sources, the problem
-box and the Continue button — are made the first time they have something to show: every widget is a
-`comm_open` of about a kilobyte, and a view that made them all up front spent a third of a short
-answer's bytes on parts nobody saw. The view puts a part made in a frame in its place at the end
-of that frame (one `children` update, however many were made).
+box and the Continue button — are made the first time they have something to show (a pane the
+first frame its row's `made` holds): every widget is a `comm_open` of about a kilobyte, and a
+view that made them all up front spent a third of a short answer's bytes on parts nobody saw.
+The view puts a part made in a frame in its place at the end of that frame (one `children`
+update, however many were made).
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ import ipywidgets as w
 from ..core._redact import Redact, unchanged
 from ..core._state import RetryNote, StreamState, ToolCall
 from ..net._sources import Labels, Source
-from ._answer import AnswerPane
+from . import _panes
 from ._citations import CitationsPane
 from ._controls import Controls
 from ._defaults import view_defaults
-from ._header import Header
+from ._header import Announcer, Header
 from ._markdown_pane import MarkdownPane
-from ._pane import Pane
+from ._panes import BODY, CHANGES, FRAMES, ROW, SLOW, Context, PaneSpec, Place, Rate
 from ._problems import ProblemBox
 from ._reasoning import ReasoningPane
 from ._scheduler import Pace
@@ -97,31 +99,27 @@ class StreamView:
         labels = Labels(model, provider, api, max_tokens, citation_markers, note, badge)
 
         self._parts = parts = Parts()
-        self.controls = Controls(parts)
-        # Made with its first look, which the first frame then need not send.
-        self.header = Header(parts, labels, self._state, clock(), redact)
-        self.announcer = self.header.announcer
-        self._answer = AnswerPane(parts, citation_markers=citation_markers)
+        self._redact = redact
         #: Tokens per 100 ms for the usage meter's sparkline (`sparkline=False` leaves it out).
         self.trace: Optional[TokenTrace] = TokenTrace() if sparkline else None
-        self.usage = UsageMeter(parts, max_tokens, self.trace)
-        self._reasoning = ReasoningPane(parts)
-        self._tools = ToolCallsPane(parts)
-        self._citations = CitationsPane(parts)
-        #: The token view, made with the first tokens that carry log-probabilities (`logprobs=`).
-        self._tokens = TokenPane(parts)
-        self._problems = ProblemBox(parts, self.controls.offers, redact)
-        self._redact = redact
-        #: Drawn whenever the state changed, in this order (sources before the answer, so that its
-        #: `[n]` markers could link from the first frame), and at their slow rate.
-        self._every_frame: tuple[Pane, ...] = (
-            self._citations,
-            self._answer,
-            self._tokens,
-            self._reasoning,
-            self._tools,
+        # The header is made with its first look, which the first frame then need not send.
+        self._context = Context(
+            parts,
+            labels,
+            self._state,
+            clock(),
+            lambda text: self._redact(text),
+            self.trace,
+            lambda state: self.controls.offers(state),
         )
-        self._slow: tuple[Pane, ...] = (self.header, self.usage, self._problems)
+        #: The panes made so far, by name (see `_panes.PANES`: the others are made when they first
+        #: have something to show), and the table's rows by rate.
+        self._rows = rows = _panes.PANES
+        self._panes: dict[str, Any] = {}
+        self._at = {rate: tuple(row for row in rows if row.rate == rate) for rate in (CHANGES, FRAMES, SLOW)}
+        for row in rows:
+            if row.made is None:
+                self._make(row)
 
         # The status region sits right after the header that carries its words, so that a view
         # drawn anew (the final display update) puts them in the page first.
@@ -139,37 +137,67 @@ class StreamView:
 
     # ------------------------------------------------------------------ the parts
 
+    def pane(self, name: str) -> Any:
+        """The pane called `name` (a row of `_panes.PANES`), or None until it is made."""
+        return self._panes.get(name)
+
+    def _shown(self, name: str) -> Any:
+        """The pane called `name` once it made its widget (None until then)."""
+        pane = self._panes.get(name)
+        return pane if pane is not None and pane.widget is not None else None
+
+    def _make(self, row: PaneSpec[Any]) -> Any:
+        pane = self._panes[row.name] = row.make(self._context)
+        return pane
+
+    @property
+    def header(self) -> Header:
+        return self._panes["header"]
+
+    @property
+    def announcer(self) -> Announcer:
+        """The status region a screen reader hears."""
+        return self.header.announcer
+
+    @property
+    def controls(self) -> Controls:
+        return self._panes["controls"]
+
+    @property
+    def usage(self) -> UsageMeter:
+        return self._panes["usage"]
+
     @property
     def answer(self) -> MarkdownPane:
         """The answer's markdown pane."""
-        return self._answer.markdown
+        return self._panes["answer"].markdown
 
     @property
     def answer_box(self) -> w.Box:
         """The box the answer scrolls in."""
-        return self._answer.widget
+        return self._panes["answer"].widget
 
     @property
     def reasoning(self) -> Optional[ReasoningPane]:
         """The reasoning pane, once it was made (None until reasoning arrives)."""
-        return self._reasoning if self._reasoning.widget is not None else None
+        return self._shown("reasoning")
 
     @property
     def tools(self) -> Optional[ToolCallsPane]:
-        return self._tools if self._tools.widget is not None else None
+        return self._shown("tools")
 
     @property
     def citations(self) -> Optional[CitationsPane]:
-        return self._citations if self._citations.widget is not None else None
+        return self._shown("citations")
 
     @property
     def tokens(self) -> Optional[TokenPane]:
         """The token view, once it was made (None until tokens with log-probabilities arrive)."""
-        return self._tokens if self._tokens.widget is not None else None
+        return self._shown("tokens")
 
     @property
     def problems(self) -> Optional[ProblemBox]:
-        return self._problems if self._problems.widget is not None else None
+        return self._shown("problems")
 
     @property
     def cancel_button(self) -> w.Button:
@@ -202,7 +230,7 @@ class StreamView:
 
     @redact.setter
     def redact(self, redact: Redact) -> None:
-        self._redact = self.header.redact = self._problems.redact = redact
+        self._redact = redact  # the panes made with the view's redaction follow it
 
     @property
     def end_said_later(self) -> bool:
@@ -237,7 +265,8 @@ class StreamView:
         waiting is a change of the state); a cancel while it waits takes the question away."""
         shown = shown_calls(self._state)
         card = next((i + 1 for i, c in enumerate(shown) if c is call), len(shown))
-        return await self._tools.ask(call, card)
+        tools = self._panes.get("tools") or self._make(next(r for r in self._rows if r.name == "tools"))
+        return await tools.ask(call, card)
 
     def on_continue(self, callback: Optional[Callable[[], object]]) -> None:
         """What the Continue button does (the button stays hidden without one)."""
@@ -279,9 +308,8 @@ class StreamView:
         if self.trace is not None and self.dirty:
             self.trace.sample(now, state.estimated_completion_tokens)  # one measure all along
         if self.dirty or final:
-            for pane in self._every_frame:
-                sent += pane.draw(state, now, final)
-        sent += self.controls.draw(state, now, final) + self._regroup()
+            sent += self._draw(CHANGES, state, now, final)
+        sent += self._draw(FRAMES, state, now, final) + self._regroup()
         self._shown_version = state.version
         self._shown_phase = state.phase
         self._shown_retry = state.retry
@@ -292,10 +320,19 @@ class StreamView:
         rates), usage and the problem box. Return what that sent."""
         state = self._state
         final = final or state.done
+        return self._draw(SLOW, state, now, final) + self._regroup()
+
+    def _draw(self, rate: Rate, state: StreamState, now: float, final: bool) -> Cost:
+        """Draw the panes of `rate`, making those that have something to show for the first time."""
         sent = NOTHING
-        for pane in self._slow:
+        for row in self._at[rate]:
+            pane = self._panes.get(row.name)
+            if pane is None:
+                if row.made is None or not row.made(state):
+                    continue
+                pane = self._make(row)
             sent += pane.draw(state, now, final)
-        return sent + self._regroup()
+        return sent
 
     def refresh(self, now: Optional[float] = None, *, final: bool = False) -> int:
         """Draw everything that changed now (no scheduler asked); return the messages sent."""
@@ -313,42 +350,41 @@ class StreamView:
             return 0
         return self.header.say_end(state, self._clock()).messages
 
+    def _placed(self, place: Place) -> tuple[w.Widget, ...]:
+        """The widgets of the panes made so far that sit in `place`, in order."""
+        return tuple(
+            widget
+            for row in self._rows
+            if row.place == place and row.name in self._panes
+            for widget in row.widgets(self._panes[row.name])
+            if widget is not None
+        )
+
     def _row(self) -> tuple[w.Widget, ...]:
-        return (self.header.widget, self.announcer.widget, *self.controls.buttons)
+        return self._placed(ROW)
 
     def _children(self) -> tuple[w.Widget, ...]:
         """The view's parts that exist, top to bottom."""
-        parts = (
-            self._style,
-            self._scale_style,
-            self._header_row,
-            self._reasoning.widget,
-            # The calls before the answer they led to: the timeline of a tool loop reads downward.
-            self._tools.widget,
-            self._tools.questions,
-            self._answer.widget,
-            self._tokens.widget,
-            self._citations.widget,
-            self.usage.widget,
-            self._problems.widget,
-        )
-        return tuple(part for part in parts if part is not None)
+        chrome = (self._style, self._scale_style, self._header_row)
+        return (*(part for part in chrome if part is not None), *self._placed(BODY))
 
     # ------------------------------------------------------------------ helpers
 
-    def tool_calls_html(self) -> str:
-        """The cards as the pane shows them ("" when it shows none), for the saved output: a
-        state not drawn yet is drawn first."""
+    def catch_up(self) -> None:
+        """Draw a state nobody drew yet (before reading what the panes show)."""
         if self.dirty:
             self.refresh()
-        widget = self._tools.widget
-        return widget.value if widget is not None and shown_calls(self._state) else ""
+
+    def tool_calls_html(self) -> str:
+        """The cards as the pane shows them ("" when it shows none): a state not drawn yet is
+        drawn first."""
+        self.catch_up()
+        tools = self._shown("tools")
+        return tools.widget.value if tools is not None and shown_calls(self._state) else ""
 
     def answer_html(self) -> str:
-        """The answer as the pane shows it (the static output reuses this render): a state not
-        drawn yet is drawn first."""
-        if self.dirty:
-            self.refresh()
+        """The answer as the pane shows it: a state not drawn yet is drawn first."""
+        self.catch_up()
         return self.answer.html
 
     def __repr__(self) -> str:
@@ -357,8 +393,7 @@ class StreamView:
     def _repr_mimebundle_(self, **kwargs: object) -> dict[str, object]:
         """Display the view itself (`StreamView(sw.parse(recording))` as a cell's last line shows
         the recorded answer): a state nobody drew yet is drawn first."""
-        if self.dirty:
-            self.refresh()
+        self.catch_up()
         return self.widget._repr_mimebundle_(**kwargs)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from streamwidgets.widgets._theme import STYLESHEET, scale_class, scale_widget
+from streamwidgets.widgets._theme import scale_class, scale_widget, stylesheet
 
 THEMES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
 DARK_SELECTOR = 'body[data-jp-theme-light="false"]'
@@ -181,7 +181,7 @@ class Context:
 @cache
 def sheet() -> list[tuple[str, dict[str, str]]]:
     """Our stylesheet's rules, parsed once, when a test first asks (nothing runs at import)."""
-    return rules(STYLESHEET)
+    return rules(stylesheet())
 
 
 def own_variables(dark: bool) -> dict[str, str]:

@@ -39,12 +39,13 @@ from streamwidgets.core._events import (
 )
 from streamwidgets.core._parse import parse
 from streamwidgets.core._state import StreamState
-from streamwidgets.markdown import escape_html
+from streamwidgets.markdown import escape_html, render_markdown
 from streamwidgets.net import as_source
 from streamwidgets.widgets import StreamHandle, StreamView, cancel_all, scheduler_for
+from streamwidgets.widgets._answer import ENDED
 from streamwidgets.widgets._fallback import WIDGET_MIMETYPE, final_bundle, placeholder_bundle
 from streamwidgets.widgets._handle import running
-from streamwidgets.widgets._theme import HIDDEN, STYLESHEET
+from streamwidgets.widgets._theme import HIDDEN, stylesheet
 from streamwidgets.widgets._toolcalls import format_arguments
 
 SENTINEL = "sk-test-SENTINEL-0123456789abcdef"
@@ -586,7 +587,7 @@ def audit_view(view: StreamView) -> list[str]:
     for node, name, text in widget_strings(view.widget):
         if "sw-style" in node._dom_classes and name == "value":
             # our own sheet, or a scale's one rule, nothing else
-            assert text == f"<style>{STYLESHEET}</style>" or SCALE_RULE.fullmatch(text), text
+            assert text == f"<style>{stylesheet()}</style>" or SCALE_RULE.fullmatch(text), text
             continue
         if "sw-header" in node._dom_classes and name == "value":
             rule = ANNOUNCER_RULE.match(text)
@@ -704,7 +705,10 @@ def test_a_background_stream_can_be_awaited_and_draws_its_final_frame():
 
 
 def test_cancel_keeps_the_partial_answer_and_cancel_all_stops_every_stream(monkeypatch):
-    async def main() -> list[StreamHandle]:
+    def on_screen(view: StreamView) -> tuple[str, str, bool, tuple[str, ...]]:
+        return view.answer.html, value(view.problems), view.cancel_button.disabled, view.answer_box._dom_classes
+
+    async def main() -> tuple[list[StreamHandle], list[tuple[str, str, bool, tuple[str, ...]]]]:
         handles = []
         for _ in range(3):
             events = [TextDelta(f"t{i} ") for i in range(1000)]
@@ -713,18 +717,22 @@ def test_cancel_keeps_the_partial_answer_and_cancel_all_stops_every_stream(monke
         await asyncio.sleep(0.1)
         assert handles[0].cancel()
         await handles[0]
+        # The moment the await returns, before any later frame could catch up: the final frame.
+        shown = [on_screen(handles[0].view)]
         assert cancel_all() == 2
-        for handle in handles:
+        for handle in handles[1:]:
             await handle  # a cancelled stream is awaited like any other: no CancelledError
+            shown.append(on_screen(handle.view))
         assert not handles[0].cancel()
-        return handles
+        return handles, shown
 
-    for handle in run_virtual(monkeypatch, main()):
+    handles, shown = run_virtual(monkeypatch, main())
+    for handle, (answer, problems, cancel_disabled, box) in zip(handles, shown, strict=True):
         state = handle.state
         assert state.status == "cancelled" and state.text.startswith("t0 t1 ")
-        assert "Cancelled by you." in handle.view.problems.widget.value
-        assert state.text in handle.view.answer.html.replace("\n", "") or "t1" in handle.view.answer.html
-        assert handle.view.cancel_button.disabled
+        assert "Cancelled by you." in problems
+        assert answer == render_markdown(state.text)  # every token that arrived, and nothing else
+        assert cancel_disabled and ENDED in box
 
 
 def test_the_cancel_button_cancels_the_task(monkeypatch):
