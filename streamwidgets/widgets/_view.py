@@ -375,13 +375,6 @@ class StreamView:
         if self.dirty:
             self.refresh()
 
-    def tool_calls_html(self) -> str:
-        """The cards as the pane shows them ("" when it shows none): a state not drawn yet is
-        drawn first."""
-        self.catch_up()
-        tools = self._shown("tools")
-        return tools.widget.value if tools is not None and shown_calls(self._state) else ""
-
     def answer_html(self) -> str:
         """The answer as the pane shows it: a state not drawn yet is drawn first."""
         self.catch_up()
