@@ -51,7 +51,7 @@ def answer_tokens(text: str, tokens: int) -> tuple[str, ...]:
         pad = 100 if text == "wide" else 0
         return tuple(base[i % len(base)].ljust(pad) for i in range(tokens))
     if text == "long":
-        from streamwidgets.server._long import long_answer_tokens
+        from streamwidgets.server.demo._long import long_answer_tokens
 
         source = "".join(long_answer_tokens("a long tutorial", int(tokens * 2.2) + 400, "bench"))
     elif text == "math":

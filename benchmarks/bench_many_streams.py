@@ -33,7 +33,7 @@ from typing import Any
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from streamwidgets.server._long import long_answer_tokens
+from streamwidgets.server.demo._long import long_answer_tokens
 
 HERE = Path(__file__).resolve().parents[1]
 

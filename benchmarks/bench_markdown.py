@@ -322,7 +322,7 @@ def code_block_text(lines: int = 2000) -> str:
 
 def _demo_long_frames(per_update: int) -> list[str]:
     """The `demo-long` answer the kernel benchmark streams, cut at its own token pieces."""
-    from streamwidgets.server._long import long_answer_tokens
+    from streamwidgets.server.demo._long import long_answer_tokens
 
     pieces = list(long_answer_tokens("How does asyncio work?", 20_083, "1"))
     text, ends, end = "".join(pieces), [], 0

@@ -51,7 +51,7 @@ from pathlib import Path
 import httpx
 
 from streamwidgets.server import DemoServer
-from streamwidgets.server._tokens import count_tokens, tokenize
+from streamwidgets.server.demo._tokens import count_tokens, tokenize
 
 
 def shapes(size: int) -> dict[str, str]:

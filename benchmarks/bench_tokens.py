@@ -37,7 +37,7 @@ import ipywidgets as w
 from streamwidgets.core import StreamState, Token
 from streamwidgets.core._events import Started, TextDelta, TokenLogprobs
 from streamwidgets.server import scripted_answer
-from streamwidgets.server._logprobs import simulated_logprobs
+from streamwidgets.server.demo._logprobs import simulated_logprobs
 from streamwidgets.widgets._tokens import token_html
 from streamwidgets.widgets._view import StreamView
 

@@ -45,7 +45,7 @@ def test_the_readme_provider_table_matches_the_presets():
 
 
 def test_the_teachers_table_lists_every_demo_scenario():
-    from streamwidgets.server._scenarios import SCENARIOS
+    from streamwidgets.server.demo._scenarios import SCENARIOS
 
     listed = set(re.findall(r"^\| `(demo[\w-]*)` \|", README, re.M))
     assert listed == {*SCENARIOS, "demo-http-NNN"}

@@ -11,7 +11,7 @@ network) that speaks all three wire dialects and each seed provider's quirks:
 
 Routes: `/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/v1/models` (the default,
 plain OpenAI/Anthropic flavor), the same under `/<flavor>/v1/` for `venym`, `engy`, `everyais`
-and `vultr` (see `_flavors.py` for their quirks), plus `GET /_demo/health` and
+and `vultr` (see `demo/_flavors.py` for their quirks), plus `GET /_demo/health` and
 `GET /_demo/connections[?after=<id>]` (the connection records as JSON).
 
 Scenarios are chosen by the model name (a `provider/` prefix is ignored; `:online` turns web
@@ -20,7 +20,7 @@ the demo models, as a real provider answers it: answered like `demo`, a typo (`d
 let a teacher demonstrate the wrong model without knowing. Standing in for a preset (no key
 set), the server also answers that preset's documented model names, and any name on everyais's
 route, whose models are its users' own choice. Each scenario is one row of
-`_scenarios.SCENARIOS`; this table and the README's are printed from the rows by
+`demo._scenarios.SCENARIOS`; this table and the README's are printed from the rows by
 `python -m streamwidgets.server --scenarios-table [text]`:
 
 =================== ==========================================================================
@@ -113,11 +113,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ._flavors import FLAVORS
-from ._records import ConnectionRecord
-from ._requests import parse_request
-from ._scenarios import SCENARIOS, Script, build_script
-from ._server import DemoServer, ServerLimits, start_server
+from ._edge import ConnectionRecord
+from .demo import FLAVORS, SCENARIOS, DemoServer, Script, ServerLimits, build_script, parse_request, start_server
 from .local import LocalModel, LocalModelError, local_model, local_model_missing
 
 __all__ = [

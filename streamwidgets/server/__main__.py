@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Optional
 
-from ._scenarios import scenarios_table
+from .demo import scenarios_table
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -26,8 +26,8 @@ from streamwidgets.server import (
     scripted_answer,
     start_server,
 )
-from streamwidgets.server._lessons import LESSONS
-from streamwidgets.server._tokens import tokenize
+from streamwidgets.server.demo._lessons import LESSONS
+from streamwidgets.server.demo._tokens import tokenize
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
 PROMPT = "How does binary search work?"

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from raw_http import read_all, responses_in
 
 from streamwidgets.server import DemoServer, ServerLimits
-from streamwidgets.server._tokens import count_tokens, tokenize
+from streamwidgets.server.demo._tokens import count_tokens, tokenize
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
 ROUTES = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}

@@ -15,15 +15,15 @@ import pytest
 
 import streamwidgets.server as server_package
 from streamwidgets.server import FLAVORS, DemoServer, scripted_answer
-from streamwidgets.server._chat import chat_stream
-from streamwidgets.server._errors import scripted_rejection
-from streamwidgets.server._messages import messages_stream
-from streamwidgets.server._models import demo_models
-from streamwidgets.server._requests import parse_request
-from streamwidgets.server._responses import responses_stream
-from streamwidgets.server._scenarios import SCENARIOS, TryCounter, build_script, scenarios_table
+from streamwidgets.server.demo._errors import scripted_rejection
+from streamwidgets.server.demo._models import demo_models
+from streamwidgets.server.demo._requests import parse_request
+from streamwidgets.server.demo._scenarios import SCENARIOS, TryCounter, build_script, scenarios_table
+from streamwidgets.server.demo.apis.chat import chat_stream
+from streamwidgets.server.demo.apis.messages import messages_stream
+from streamwidgets.server.demo.apis.responses import responses_stream
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_readme_teachers_table_is_the_rows():

@@ -28,7 +28,7 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Optional
 
-from ._errors import Rejection
+from ._replies import Rejection
 
 __all__ = ["refusal", "too_large", "LOOPBACK_NAMES"]
 

@@ -1,42 +1,56 @@
-"""`DemoServer`: the loopback server in a daemon thread with its own asyncio loop.
+"""`LoopbackServer`: the HTTP edge in a daemon thread with its own asyncio loop.
 
 A notebook's own loop must stay free for the widgets, so the server never shares it: it runs in
 a thread of its own, starts in a few milliseconds, and `stop()` closes the listener and every
-open connection before joining the thread.
+open connection before joining the thread. What the requests mean is the router's business
+(`_replies.Router`); this module only serves it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
-from ._flavors import FLAVORS
 from ._http import ConnectionHandler, ServerLimits
 from ._records import ConnectionRecord, Registry
-from ._routes import Router
+from ._replies import Router
 
-__all__ = ["DemoServer", "ServerLimits", "start_server"]
+__all__ = ["LoopbackServer", "ServerLimits", "RouterFactory"]
 
+#: Makes a server's router, given how to read its connection records (`after` an id).
+RouterFactory = Callable[[Callable[[int], list[ConnectionRecord]]], Router]
+
+_S = TypeVar("_S", bound="LoopbackServer")
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
 
 
-class DemoServer:
-    """An OpenAI-, Responses- and Anthropic-compatible demo provider on a loopback port.
+class LoopbackServer:
+    """One router served over HTTP/1.1 on a loopback port, in a background thread.
 
-    `port=0` picks a free port; `url`, `base_url` and `port` are known once `start()` returned.
-    `limits` bounds each connection (timeouts, body size, how many at once); the defaults suit
-    every notebook and SDK, tests pass smaller ones.
+    `port=0` picks a free port; `url` and `port` are known once `start()` returned. `limits`
+    bounds each connection (timeouts, body size, how many at once); the defaults suit every
+    notebook and SDK, tests pass smaller ones.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, limits: Optional[ServerLimits] = None) -> None:
+    def __init__(
+        self,
+        router: RouterFactory,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        limits: Optional[ServerLimits] = None,
+        name: str = "streamwidgets-server",
+    ) -> None:
         self.host = host
         self.port = port
         self.limits = limits = limits or ServerLimits()
+        self._name = name
         self._registry = Registry()
-        self._handler = ConnectionHandler(Router(self._registry.snapshot), self._registry, limits)
+        self._handler = ConnectionHandler(router(self._registry.snapshot), self._registry, limits)
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -45,7 +59,7 @@ class DemoServer:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"<DemoServer {state} {self.url}>"
+        return f"<{type(self).__name__} {state} {self.url}>"
 
     # -------------------------------------------------------------- addresses
 
@@ -54,17 +68,6 @@ class DemoServer:
         """The root URL, e.g. `http://127.0.0.1:43117`."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The default flavor's API base, for `OpenAI(base_url=...)` / `Anthropic(base_url=...)`."""
-        return f"{self.url}/v1"
-
-    def flavor_url(self, flavor: str) -> str:
-        """The API base of a seed provider's flavor, e.g. `http://127.0.0.1:43117/venym/v1`."""
-        if flavor not in FLAVORS:
-            raise ValueError(f"unknown flavor {flavor!r}; choose one of {', '.join(FLAVORS)}")
-        return self.base_url if flavor == "demo" else f"{self.url}/{flavor}/v1"
 
     @property
     def running(self) -> bool:
@@ -84,7 +87,7 @@ class DemoServer:
 
     # -------------------------------------------------------------- life cycle
 
-    def start(self) -> DemoServer:
+    def start(self: _S) -> _S:
         """Start serving in a background thread; a running server is left as it is."""
         with self._lock:
             if self.running:
@@ -92,7 +95,7 @@ class DemoServer:
             ready = threading.Event()
             failure: list[BaseException] = []
             thread = threading.Thread(
-                target=self._run, args=(ready, failure), name=f"streamwidgets-demo-server:{self.port}", daemon=True
+                target=self._run, args=(ready, failure), name=f"{self._name}:{self.port}", daemon=True
             )
             thread.start()
             if not ready.wait(_START_TIMEOUT):
@@ -117,7 +120,7 @@ class DemoServer:
             thread.join(_STOP_TIMEOUT)
             self._thread = None
 
-    def __enter__(self) -> DemoServer:
+    def __enter__(self: _S) -> _S:
         return self.start()
 
     def __exit__(
@@ -165,17 +168,3 @@ class DemoServer:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._server.wait_closed()
-
-
-_shared: Optional[DemoServer] = None
-_shared_lock = threading.Lock()
-
-
-def start_server(host: str = "127.0.0.1", port: int = 0) -> DemoServer:
-    """The process-wide demo server, started on first use; later calls return the same one
-    (their arguments are then ignored) as long as it runs."""
-    global _shared
-    with _shared_lock:
-        if _shared is None or not _shared.running:
-            _shared = DemoServer(host, port).start()
-        return _shared

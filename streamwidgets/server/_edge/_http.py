@@ -38,11 +38,9 @@ from typing import Any, Optional
 
 import h11
 
-from ._errors import Rejection
-from ._frames import Cutoff, Frame, Stall
 from ._guard import refusal, too_large
 from ._records import Registry
-from ._routes import JsonReply, Reply, Router, SilentReply, StreamReply
+from ._replies import Cutoff, Frame, JsonReply, Rejection, Reply, Router, SilentReply, Stall, StreamReply
 
 __all__ = ["ConnectionHandler", "ServerLimits"]
 
@@ -445,9 +443,8 @@ class ConnectionHandler:
     async def _stream(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reply: StreamReply
     ) -> bool:
-        script = reply.script
         record = self._registry.open(
-            path=reply.path, api=reply.api, flavor=reply.flavor, model=script.model, scenario=script.scenario
+            path=reply.path, api=reply.api, flavor=reply.flavor, model=reply.model, scenario=reply.scenario
         )
         try:
             writer.write(

@@ -1,8 +1,9 @@
-"""The steps a writer hands to the network edge: frames of SSE bytes, and how the stream ends.
+"""What the writers share: SSE framing, compact JSON, ids, and the steps they hand the edge.
 
-Writers are generators of these steps and know nothing about sockets or clocks. A `Frame`
-says how many tokens it delivers, and the edge schedules it on the token clock (first-token
-delay plus tokens over rate); `Stall` and `Cutoff` end a stream without a proper terminator.
+Writers are generators of steps (`Frame`, `Stall`, `Cutoff`, the edge's own vocabulary) and know
+nothing about sockets or clocks. A `Frame` says how many tokens it delivers, and the edge
+schedules it on the token clock (first-token delay plus tokens over rate); `Stall` and `Cutoff`
+end a stream without a proper terminator.
 """
 
 from __future__ import annotations
@@ -11,38 +12,11 @@ import hashlib
 import itertools
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional
+
+from .._edge import Cutoff, Frame, Stall, Step, Steps
 
 __all__ = ["Frame", "Stall", "Cutoff", "Step", "Steps", "sse", "comment", "dumps", "ident", "group_tokens"]
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Bytes to write. `tokens` > 0 paces the frame on the token clock; so does `on_clock`
-    for a frame that carries no token but must not come before its time (search results that
-    arrive when the search is over)."""
-
-    data: bytes
-    tokens: int = 0
-    on_clock: bool = False
-
-
-@dataclass(frozen=True)
-class Stall:
-    """Write nothing more and keep the connection open until the client leaves."""
-
-
-@dataclass(frozen=True)
-class Cutoff:
-    """End the stream now, without the dialect's terminator, and close the connection:
-    after a proper end of the HTTP body, or (`abort`) in the middle of it."""
-
-    abort: bool = False
-
-
-Step = Union[Frame, Stall, Cutoff]
-Steps = Iterator[Step]
 
 
 def dumps(payload: Any, *, ascii_only: bool = False, spaced: bool = False) -> str:

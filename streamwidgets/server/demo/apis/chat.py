@@ -1,17 +1,25 @@
-"""Writing a script as an OpenAI Chat Completions stream, in any flavor's spelling.
+"""OpenAI Chat Completions (`/chat/completions`): the request reader and the writers.
 
-One writer serves every flavor: the differences (prefix, envelope, where the finish reason and
-the usage go, how sources and errors travel) are read from the flavor's `ChatStyle`.
+The request: `messages` (a `role: "tool"` message answers a call of the assistant message
+before its run of tool messages, by `tool_call_id`), tools nested as `{"type": "function",
+"function": {"name", "description", "parameters"}}`, `logprobs` with `top_logprobs`. On the
+default route it also accepts the documented extras of the presets it stands in for.
+
+The stream: one writer serves every flavor, the differences (prefix, envelope, where the finish
+reason and the usage go, how sources and errors travel) read from the flavor's `ChatStyle`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
-from typing import Any, Optional, Union
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Optional, Union
 
-from ._flavors import ChatStyle, Flavor
-from ._frames import (
+from ..._edge import Rejection
+from .._fields import BOOLEAN, STAND_IN_EXTRAS, Bound
+from .._flavors import ChatStyle, Flavor
+from .._frames import (
     Cutoff,
     Frame,
     Stall,
@@ -22,10 +30,178 @@ from ._frames import (
     ident,
     sse,
 )
-from ._logprobs import simulated_logprobs
-from ._script import Script, ScriptError
+from .._logprobs import simulated_logprobs
+from .._script import Script, ScriptError
+from .._tokens import count_tokens
+from .._tools import PastCall, Rounds, Tool, ToolResult, ToolUse, plain_text
+from ._openai import (
+    PENALTIES,
+    SAMPLING,
+    OpenAIApi,
+    openai_choice,
+    openai_list,
+    openai_missing,
+    openai_name,
+    openai_tool,
+    openai_type,
+    openai_values,
+)
+from ._spec import Endpoint, Turn, text_of
 
-__all__ = ["chat_stream", "chat_completion", "text_completion", "chat_usage", "FINISH_REASONS"]
+__all__ = ["Chat", "CHAT", "chat_stream", "chat_completion", "chat_usage", "FINISH_REASONS"]
+
+
+class Chat(OpenAIApi):
+    name = "chat"
+    path = "chat/completions"
+    title = "Chat Completions API (/v1/chat/completions)"
+    bounds: ClassVar[Mapping[str, Bound]] = {
+        **SAMPLING,
+        **PENALTIES,
+        "max_tokens": Bound("integer", 1),
+        "max_completion_tokens": Bound("integer", 1),
+        "n": Bound("integer", 1, 128),
+        "top_logprobs": Bound("integer", 0, 20),
+        "stream": BOOLEAN,
+        "logprobs": BOOLEAN,
+        "parallel_tool_calls": BOOLEAN,
+        "store": BOOLEAN,
+    }
+
+    def fields(self, flavor: str) -> frozenset[str]:
+        """On the default route, also the extras of the presets it stands in for."""
+        fields = self.documented()
+        return fields.union(*STAND_IN_EXTRAS.values()) if flavor == "demo" else fields
+
+    def turns(self, data: Mapping[str, Any]) -> list[Turn]:
+        messages = data.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise Rejection(400, "'messages' must be a non-empty array.", param="messages", code="invalid_value")
+        turns: list[Turn] = []
+        for message in messages:
+            if not isinstance(message, Mapping):
+                raise Rejection(400, "Each message must be an object.", param="messages", code="invalid_type")
+            role = str(message.get("role", "user"))
+            text, tokens = text_of(message.get("content"))
+            if message.get("tool_calls"):
+                tokens += count_tokens(json.dumps(message["tool_calls"]))
+            turns.append((role, text, tokens))
+        return turns
+
+    def tool_use(self, data: Mapping[str, Any]) -> ToolUse:
+        tools = _tools(data.get("tools"))
+        choice = openai_choice(data, tools, nested=True)
+        results, failed = _results(data.get("messages"))
+        return ToolUse(tools, choice, results, failed)
+
+    def logprobs(self, data: Mapping[str, Any]) -> Optional[int]:
+        """`logprobs: true` with `top_logprobs` alternatives; OpenAI refuses `top_logprobs` alone."""
+        top = data.get("top_logprobs")
+        if top is not None and data.get("logprobs") is not True:
+            raise Rejection(
+                400, "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.", param="top_logprobs"
+            )
+        return (top or 0) if data.get("logprobs") is True else None
+
+    def stream(self, script: Script, flavor: Flavor, endpoint: Endpoint) -> Steps:
+        return chat_stream(script, flavor)
+
+    def whole(self, script: Script, flavor: Flavor) -> dict[str, Any]:
+        return chat_completion(script, flavor)
+
+
+CHAT = Chat()
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+def _tools(value: Any) -> tuple[Tool, ...]:
+    tools: list[Tool] = []
+    for index, tool in enumerate(openai_list(value)):
+        kind = tool["type"]
+        if kind not in ("function", "custom"):
+            raise openai_values(f"tools[{index}].type", kind, ("function", "custom"))
+        spec = tool.get(kind)
+        if spec is None:
+            raise openai_missing(f"tools[{index}].{kind}")
+        if not isinstance(spec, Mapping):
+            raise openai_type(f"tools[{index}].{kind}", "an object", spec)
+        if kind == "function":
+            tools.append(openai_tool(f"tools[{index}].function", spec))
+        else:  # a free-form custom tool: accepted, never called by the demo model
+            openai_name(f"tools[{index}].custom.name", spec.get("name"))
+    return tuple(tools)
+
+
+def _results(messages: Any) -> tuple[tuple[ToolResult, ...], frozenset[str]]:
+    """The tool messages that end a chat conversation; every tool message must answer a call
+    of the assistant message just before the run of tool messages it belongs to, and every
+    call must be answered before the conversation goes on."""
+    rounds = Rounds()
+    if not isinstance(messages, list):
+        return rounds.done()
+    pending: dict[str, PastCall] = {}
+    asked_at = -1
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id is None:
+                raise openai_missing(f"messages[{index}].tool_call_id")
+            if not isinstance(call_id, str):
+                raise openai_type(f"messages[{index}].tool_call_id", "a string", call_id)
+            call = pending.pop(call_id, None)
+            if call is None:
+                raise Rejection(
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    "with 'tool_calls'.",
+                    param=f"messages.[{index}].role",
+                    code=None,
+                )
+            rounds.add(ToolResult(call, plain_text(message.get("content"))))
+            continue
+        if pending:
+            raise _unanswered(asked_at, pending)
+        rounds.close(question=role == "user")
+        calls = message.get("tool_calls") if role == "assistant" else None
+        if isinstance(calls, list):
+            asked_at = index
+            for number, call in enumerate(calls):
+                past = _call(f"messages[{index}].tool_calls[{number}]", call)
+                pending[past.id] = past
+    if pending:
+        raise _unanswered(asked_at, pending)
+    return rounds.done()
+
+
+def _call(param: str, call: Any) -> PastCall:
+    if not isinstance(call, Mapping):
+        raise openai_type(param, "an object", call)
+    call_id = call.get("id")
+    if not isinstance(call_id, str):
+        raise openai_missing(f"{param}.id") if call_id is None else openai_type(f"{param}.id", "a string", call_id)
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        raise openai_missing(f"{param}.function")
+    arguments = function.get("arguments", "")
+    return PastCall(call_id, str(function.get("name", "")), arguments if isinstance(arguments, str) else "")
+
+
+def _unanswered(index: int, pending: Mapping[str, PastCall]) -> Rejection:
+    return Rejection(
+        400,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}",
+        param=f"messages.[{index}].role",
+        code=None,
+    )
+
+
+# ---------------------------------------------------------------------------- the stream
 
 FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
 
@@ -114,25 +290,6 @@ def chat_completion(script: Script, flavor: Flavor) -> dict[str, Any]:
     if script.sources and style.sources != "annotations":
         body.update(out.source_fields())
     return body
-
-
-def text_completion(script: Script) -> dict[str, Any]:
-    """The legacy non-streaming `text_completion` object (Engy's /completions)."""
-    return {
-        "id": ident("cmpl-", script.nonce),
-        "object": "text_completion",
-        "created": script.created,
-        "model": script.model,
-        "choices": [
-            {
-                "text": script.text,
-                "index": 0,
-                "logprobs": None,
-                "finish_reason": FINISH_REASONS.get(script.ending, "stop"),
-            }
-        ],
-        "usage": chat_usage(script, "plain"),
-    }
 
 
 def chat_usage(script: Script, shape: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """A script: everything the demo model will stream for one request, in no particular dialect.
 
-Scenarios (`_scenarios`) make scripts; the writers in `_chat`, `_responses` and `_messages` turn
-one into the bytes of each API. Token pieces are `Pieces`, made while they are written, so a
+Scenarios (`_scenarios`) make scripts; each API's writer (`apis/`) turns one into that API's
+bytes. Token pieces are `Pieces`, made while they are written, so a
 script costs the same memory whatever its length; its text is joined only by a writer that
 needs it whole.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ._errors import Rejection
+from .._edge import Pacing, Rejection
 from ._tokens import NO_PIECES, Pieces, TextPieces, joined
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
 
 DEFAULT_KEEPALIVE = 1.0
 FIXED_CREATED = 1_700_000_000
+_DEFAULT_PACING = Pacing(80.0, 0.3, DEFAULT_KEEPALIVE)
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,6 @@ class ScriptUsage:
 
 
 @dataclass(frozen=True)
-class Pacing:
-    """Seconds and rates; `tokens_per_second == 0` means as fast as possible, `keepalive_interval == 0` none."""
-
-    tokens_per_second: float
-    first_token_delay: float
-    keepalive_interval: float
-
-
-@dataclass(frozen=True)
 class Script:
     """Everything the server will stream for one request, in no particular dialect.
 
@@ -125,7 +117,7 @@ class Script:
     error: Optional[ScriptError] = None
     malformed_after: Optional[int] = None
     usage: ScriptUsage = ScriptUsage(0, 0, 0, 0)
-    pacing: Pacing = Pacing(80.0, 0.3, DEFAULT_KEEPALIVE)
+    pacing: Pacing = _DEFAULT_PACING
     nonce: str = "0"
     created: int = FIXED_CREATED
     include_usage: bool = False

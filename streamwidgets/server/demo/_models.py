@@ -26,8 +26,10 @@ import difflib
 import re
 from typing import Optional
 
-from ._errors import SCRIPTED_HTTP_ERRORS, Rejection
+from .._edge import Rejection
+from ._errors import SCRIPTED_HTTP_ERRORS
 from ._scenarios import SCENARIOS
+from .apis import APIS
 
 __all__ = ["PRESET_MODELS", "ANY_MODEL_FLAVORS", "demo_models", "unknown_model"]
 
@@ -110,7 +112,8 @@ def demo_models() -> list[str]:
 
 
 def unknown_model(model: str, flavor: str, api: str) -> Optional[Rejection]:
-    """The 404 for a model name the route does not answer, or None when it does."""
+    """The 404 for a model name `flavor`'s route does not answer (in `api`'s words), or None
+    when it does."""
     if flavor in ANY_MODEL_FLAVORS:
         return None
     name = _TAG.sub("", model.strip().lower())
@@ -143,15 +146,13 @@ def _closest(name: str, base: str, candidates: list[str]) -> Optional[str]:
 
 
 def _not_found(model: str, api: str, closest: Optional[str]) -> Rejection:
-    """In each provider's words: OpenAI's `model_not_found` sentence, Anthropic's `model: x`."""
+    """In the API's words (OpenAI's `model_not_found` sentence, Anthropic's `model: x`...),
+    with the closest name and the demo models."""
     quoted = model if len(model) <= 80 else model[:80] + "..."
     statuses = ", ".join(str(status) for status in SCRIPTED_HTTP_ERRORS)
     hint = (f"Did you mean {closest}? " if closest else "") + (
         f"The demo server's models are {', '.join(SCENARIOS)} and demo-http-<status> ({statuses}); standing in "
         "for a provider, it also answers that provider's documented model names."
     )
-    if api == "messages":
-        message = f"model: {quoted}. {hint}"
-    else:
-        message = f"The model '{quoted}' does not exist or you do not have access to it. {hint}"
+    message = APIS[api].model_not_found(quoted, hint)
     return Rejection(404, message, code="model_not_found", anthropic_type="not_found_error")

@@ -21,8 +21,8 @@ from openai.types.responses import response_create_params
 
 from streamwidgets.core._providers import DEMO_FLAVORS, PROVIDERS
 from streamwidgets.server import SCENARIOS, DemoServer
-from streamwidgets.server._fields import FIELDS
-from streamwidgets.server._models import unknown_model
+from streamwidgets.server.demo._fields import FIELDS
+from streamwidgets.server.demo._models import unknown_model
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
 PATHS = {"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}

@@ -1,10 +1,10 @@
-"""Reading a request body of any of the three APIs into what the demo model needs to know.
+"""Reading a request body of any API into what the demo model needs to know.
 
-The three APIs spell a conversation differently (chat `messages`, Responses `input` items,
-Anthropic `messages` with content blocks and a separate `system`); this module reduces each to
-the same few facts: the last thing the user asked, the tools and the tool results that end the
-conversation (`_tools`), the token budget, and how big the prompt is. Pure: bytes and headers
-in, a dataclass out.
+The APIs spell a conversation differently (chat `messages`, Responses `input` items, Anthropic
+`messages` with content blocks and a separate `system`...); each API's spec (`apis/`) reads its
+own spelling, and this module reduces them all to the same few facts: the last thing the user
+asked, the tools and the tool results that end the conversation, the token budget, how big the
+prompt is, and the `demo` options. Pure: bytes and headers in, a dataclass out.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ._errors import Rejection
-from ._fields import check_body, unrecognized
-from ._tokens import count_tokens
-from ._tools import ToolUse, read_tool_use
+from .._edge import Rejection
+from ._fields import unknown_fields
+from ._tools import ToolUse
+from .apis import APIS, ApiSpec, Endpoint, Turn, field_home
 
 __all__ = ["DemoOptions", "DemoRequest", "parse_request"]
 
@@ -27,7 +27,6 @@ _PER_MESSAGE_TOKENS = 4  # role and separators, as chat templates add them
 #: it is about, and a bound on every scenario's work whatever was pasted. Tokens count it all.
 _READ_CHARS = 4000
 _PRIMING_TOKENS = 3
-_IMAGE_TOKENS = 85
 
 
 @dataclass(frozen=True)
@@ -76,33 +75,31 @@ class DemoRequest:
 
 
 def parse_request(
-    api: str, body: bytes | Mapping[str, Any], headers: Mapping[str, str] | None = None, *, flavor: str = "demo"
+    api: str,
+    body: bytes | Mapping[str, Any],
+    headers: Mapping[str, str] | None = None,
+    *,
+    flavor: str = "demo",
+    endpoint: Optional[Endpoint] = None,
 ) -> DemoRequest:
-    """Read `body` as a request to `api` on `flavor`'s route; raise `Rejection` (HTTP 400) when a
-    real provider would refuse it (`_fields`) or it makes no sense."""
+    """Read `body` as a request to `api` on `flavor`'s route (`endpoint`: what its path said);
+    raise `Rejection` (HTTP 400) when a real provider would refuse it or it makes no sense."""
+    spec = APIS[api]
+    endpoint = endpoint or Endpoint()
     data = _load(body)
-    check_body(api, flavor, data)
-    model = data["model"]
-    stream = data.get("stream") is True
-    if api == "chat":
-        turns = _chat(data)
-    elif api == "responses":
-        turns = _responses(data)
-    elif api == "messages":
-        turns = _messages(data)
-    elif api == "completions":
-        turns = _completions(data)
-    else:  # pragma: no cover - the router only passes known APIs
-        raise ValueError(api)
+    accepted = spec.fields(flavor)
+    unknown = [name for name in data if name not in accepted]
+    if unknown:
+        raise spec.unrecognized(unknown_fields(unknown, accepted, home=lambda name: field_home(name, spec)))
+    spec.check(data, endpoint)
+    model = spec.model(data, endpoint)
+    stream = spec.streaming(data, endpoint)
+    turns = spec.turns(data)
     continuation, asked = _continuation(turns)
     prompt, history = _last_user_text(turns[:asked])
     prompt_tokens = _PRIMING_TOKENS + sum(n + _PER_MESSAGE_TOKENS for _, _, n in turns)
-    tool_use = read_tool_use(api, data)
-    tools = data.get("tools")
-    tool_tokens = count_tokens(json.dumps(tools)) if isinstance(tools, list) and tools else 0
-    stream_options = data.get("stream_options")
-    include_usage = isinstance(stream_options, Mapping) and stream_options.get("include_usage") is True
-    thinking = data.get("thinking")
+    tool_use = spec.tool_use(data)
+    tool_tokens = spec.tool_tokens(data)
     return DemoRequest(
         api=api,
         model=model.strip(),
@@ -110,19 +107,15 @@ def parse_request(
         prompt=_read_window(prompt),
         prompt_tokens=prompt_tokens + tool_tokens,
         history_tokens=history + tool_tokens,
-        include_usage=include_usage,
-        max_tokens=_max_tokens(data),
+        include_usage=spec.include_usage(data),
+        max_tokens=spec.max_tokens(data),
         tool_use=tool_use,
-        thinking_disabled=isinstance(thinking, Mapping) and thinking.get("type") == "disabled",
+        thinking_disabled=spec.thinking_disabled(data),
         continuation=continuation,
-        options=_options(api, data.get("demo"), headers or {}),
-        logprobs=_logprobs(api, data),
-        temperature=float(data["temperature"]) if isinstance(data.get("temperature"), (int, float)) else None,
+        options=_options(spec, data.get("demo"), headers or {}),
+        logprobs=spec.logprobs(data),
+        temperature=spec.temperature(data),
     )
-
-
-# A turn is (role, text, tokens); the text is what the demo model reads, the tokens what it bills.
-_Turn = tuple[str, str, int]
 
 
 def _load(body: bytes | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -185,104 +178,7 @@ def _deeper_than(data: Any, limit: int) -> bool:
     return bool(level)
 
 
-def _text_of(content: Any) -> tuple[str, int]:
-    """The readable text of a content value (a string or a list of parts) and its token count."""
-    if isinstance(content, str):
-        return content, count_tokens(content)
-    texts: list[str] = []
-    tokens = 0
-    if isinstance(content, list):
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, Mapping):
-                kind = part.get("type")
-                if isinstance(part.get("text"), str):
-                    texts.append(part["text"])
-                elif kind == "tool_result":
-                    inner, inner_tokens = _text_of(part.get("content", ""))
-                    texts.append(inner)
-                    tokens += inner_tokens - count_tokens(inner)
-                elif kind in ("image", "image_url", "input_image", "document", "input_file"):
-                    tokens += _IMAGE_TOKENS
-    text = "\n".join(texts)
-    return text, tokens + count_tokens(text)
-
-
-def _chat(data: Mapping[str, Any]) -> list[_Turn]:
-    messages = data.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise Rejection(400, "'messages' must be a non-empty array.", param="messages", code="invalid_value")
-    turns: list[_Turn] = []
-    for message in messages:
-        if not isinstance(message, Mapping):
-            raise Rejection(400, "Each message must be an object.", param="messages", code="invalid_type")
-        role = str(message.get("role", "user"))
-        text, tokens = _text_of(message.get("content"))
-        if message.get("tool_calls"):
-            tokens += count_tokens(json.dumps(message["tool_calls"]))
-        turns.append((role, text, tokens))
-    return turns
-
-
-def _responses(data: Mapping[str, Any]) -> list[_Turn]:
-    turns: list[_Turn] = []
-    instructions = data.get("instructions")
-    if isinstance(instructions, str):
-        turns.append(("system", instructions, count_tokens(instructions)))
-    items = data.get("input")
-    if isinstance(items, str):
-        turns.append(("user", items, count_tokens(items)))
-    elif isinstance(items, list) and items:
-        for item in items:
-            if not isinstance(item, Mapping):
-                raise Rejection(400, "Each input item must be an object.", param="input", code="invalid_type")
-            kind = item.get("type", "message")
-            if kind == "function_call_output":
-                output = item.get("output", "")
-                text, tokens = _text_of(output) if not isinstance(output, str) else (output, count_tokens(output))
-                turns.append(("tool", text, tokens))
-            elif kind == "function_call":
-                arguments = str(item.get("arguments", ""))
-                turns.append(("assistant", "", count_tokens(arguments)))
-            else:
-                text, tokens = _text_of(item.get("content"))
-                turns.append((str(item.get("role", "user")), text, tokens))
-    else:
-        raise Rejection(400, "'input' must be a string or a non-empty array.", param="input", code="invalid_value")
-    return turns
-
-
-def _messages(data: Mapping[str, Any]) -> list[_Turn]:
-    messages = data.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise Rejection(400, "messages: at least one message is required", param="messages", code="invalid_value")
-    turns: list[_Turn] = []
-    system = data.get("system")
-    if system is not None:
-        text, tokens = _text_of(system)
-        turns.append(("system", text, tokens))
-    for message in messages:
-        if not isinstance(message, Mapping):
-            raise Rejection(400, "messages: each message must be an object", param="messages", code="invalid_type")
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else []
-        results = [b for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"]
-        text, tokens = _text_of(content)
-        turns.append(("tool" if results else str(message.get("role", "user")), text, tokens))
-    return turns
-
-
-def _completions(data: Mapping[str, Any]) -> list[_Turn]:
-    prompt = data.get("prompt")
-    if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise Rejection(400, "'prompt' must be a string.", param="prompt", code="invalid_value")
-    return [("user", prompt, count_tokens(prompt))]
-
-
-def _continuation(turns: list[_Turn]) -> tuple[str, int]:
+def _continuation(turns: list[Turn]) -> tuple[str, int]:
     """(the partial answer to continue, how many turns hold the original question)."""
     if turns and turns[-1][0] == "assistant" and turns[-1][1].strip():
         return turns[-1][1], len(turns) - 1
@@ -305,7 +201,7 @@ def _read_window(text: str) -> str:
     return f"{text[:half]}\n…\n{text[-half:]}"
 
 
-def _last_user_text(turns: list[_Turn]) -> tuple[str, int]:
+def _last_user_text(turns: list[Turn]) -> tuple[str, int]:
     """The last user text, and the tokens of everything before it (the cacheable history)."""
     for index in range(len(turns) - 1, -1, -1):
         role, text, _ = turns[index]
@@ -313,34 +209,6 @@ def _last_user_text(turns: list[_Turn]) -> tuple[str, int]:
             history = _PRIMING_TOKENS + sum(n + _PER_MESSAGE_TOKENS for _, _, n in turns[:index])
             return text, history
     return "", 0
-
-
-#: The Responses `include` value that adds log-probabilities to the text deltas.
-LOGPROBS_INCLUDE = "message.output_text.logprobs"
-
-
-def _logprobs(api: str, data: Mapping[str, Any]) -> Optional[int]:
-    """How many alternatives per token were asked for, or None (`_fields` checked the values).
-    OpenAI refuses chat `top_logprobs` without `logprobs: true`; Responses asks by `include`."""
-    top = data.get("top_logprobs")
-    if api == "chat":
-        if top is not None and data.get("logprobs") is not True:
-            raise Rejection(
-                400, "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.", param="top_logprobs"
-            )
-        return (top or 0) if data.get("logprobs") is True else None
-    if api == "responses" and LOGPROBS_INCLUDE in (data.get("include") or ()):
-        return top or 0
-    return None
-
-
-def _max_tokens(data: Mapping[str, Any]) -> Optional[int]:
-    """The answer's token limit, in whichever spelling the API has (`_fields` checked its value)."""
-    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-        value = data.get(key)
-        if isinstance(value, int):
-            return value
-    return None
 
 
 @dataclass(frozen=True)
@@ -370,13 +238,13 @@ _DEMO_OPTIONS = (*_KNOBS, "seed", "cutoff")
 _SEED_CHARS = 64
 
 
-def _options(api: str, demo: Any, headers: Mapping[str, str]) -> DemoOptions:
+def _options(spec: ApiSpec, demo: Any, headers: Mapping[str, str]) -> DemoOptions:
     if demo is not None and not isinstance(demo, Mapping):
         raise Rejection(400, "'demo' must be an object.", param="demo", code="invalid_type")
     demo = demo or {}
     unknown = [name for name in demo if name not in _DEMO_OPTIONS]
     if unknown:
-        raise unrecognized(api, unknown, _DEMO_OPTIONS, prefix="demo.")
+        raise spec.unrecognized(unknown_fields(unknown, _DEMO_OPTIONS, prefix="demo."))
     lowered = {k.lower(): v for k, v in headers.items()}
 
     def number(key: str) -> Optional[float]:

@@ -1,57 +1,18 @@
-"""Errors answered before any stream: an HTTP status and a JSON body in the provider's envelope.
+"""The scripted HTTP errors (`demo-http-<status>`), answered before any stream.
 
-Clients must check the status before reading events, so every rejection here is a plain JSON
-response and never a stream. The envelope follows the route, as real providers do: the
-OpenAI-shaped routes answer `{"error": {"message", "type", "param", "code"}}`, the Anthropic
-`/messages` route answers `{"type": "error", "error": {"type", "message"}, "request_id"}`.
-Messages never echo an API key: the demo server does not even read one.
+Clients must check the status before reading events, so every rejection is a plain JSON
+response and never a stream. Its envelope follows the route, as real providers do: each API
+spec writes its own (`apis/`). Messages never echo an API key: the demo server does not even
+read one.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
-__all__ = ["Rejection", "json_kind", "SCRIPTED_HTTP_ERRORS", "scripted_rejection", "error_body", "error_headers"]
+from .._edge import Rejection
 
-
-@dataclass
-class Rejection(Exception):
-    """A request the server answers with an error status instead of a stream.
-
-    Not frozen: raising an exception sets attributes on it (`__traceback__`, `__context__`).
-    """
-
-    status: int
-    message: str
-    type: str = "invalid_request_error"
-    code: Optional[str] = None
-    param: Optional[str] = None
-    anthropic_type: str = "invalid_request_error"
-    retry_after: Optional[int] = None
-    #: Answer, then close the connection: what follows this request cannot be trusted (a
-    #: request that frames its body two ways may hide a second request inside it).
-    close: bool = False
-
-    def __str__(self) -> str:
-        return f"HTTP {self.status}: {self.message}"
-
-
-def json_kind(value: Any) -> str:
-    """A JSON value's type as OpenAI's errors name it: "a string", "an integer", "a decimal", "null"…"""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a decimal"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, Mapping) else "null"
+__all__ = ["SCRIPTED_HTTP_ERRORS", "scripted_rejection", "error_headers"]
 
 
 _HINT = " (The demo server accepts any key; this error was asked for with the model name demo-http-{status}.)"
@@ -128,26 +89,6 @@ def scripted_rejection(status: int) -> Rejection:
         anthropic_type=anthropic_type,
         retry_after=retry_after,
     )
-
-
-def error_body(rejection: Rejection, api: str, request_id: str) -> bytes:
-    """The JSON body of a rejection in the envelope of the route `api` was asked on."""
-    if api == "messages":
-        envelope: dict[str, object] = {
-            "type": "error",
-            "error": {"type": rejection.anthropic_type, "message": rejection.message},
-            "request_id": request_id,
-        }
-    else:
-        envelope = {
-            "error": {
-                "message": rejection.message,
-                "type": rejection.type,
-                "param": rejection.param,
-                "code": rejection.code,
-            }
-        }
-    return json.dumps(envelope).encode()
 
 
 def error_headers(rejection: Rejection) -> list[tuple[str, str]]:

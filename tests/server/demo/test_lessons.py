@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from streamwidgets.server import DemoServer, scripted_answer
-from streamwidgets.server._lessons import GREETING, LESSONS, NO_LESSON, choose_lesson
+from streamwidgets.server.demo._lessons import GREETING, LESSONS, NO_LESSON, choose_lesson
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
 
 #: The words the lesson's title must contain, for every prompt of the README and the notebooks.
@@ -55,7 +55,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
 }
 
 #: Prompts the notebooks send to `demo-tools`, the tool-calling model: it answers from the tools'
-#: results, not from a lesson (tests/server/test_demo_tools.py covers what it does with them).
+#: results, not from a lesson (tests/server/demo/test_demo_tools.py covers what it does with them).
 TOOL_PROMPTS = {
     "Search the web for the history of Python.",
     "What do the course notes say about loops?",
@@ -266,7 +266,7 @@ def test_small_sums_are_worked_out_exactly():
 def test_the_lesson_choice_is_deterministic():
     prompts = [*sorted(EXPECTED), "qwertyuiop zxcv", "Hello", "What is 12*12?"]
     code = (
-        "import json, sys; from streamwidgets.server._lessons import choose_lesson; "
+        "import json, sys; from streamwidgets.server.demo._lessons import choose_lesson; "
         "print(json.dumps([choose_lesson(p).title for p in json.loads(sys.stdin.read())]))"
     )
     runs = []

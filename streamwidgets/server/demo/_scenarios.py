@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from .._edge import Pacing, Rejection
 from . import _answers as answers
 from ._calling import answer_results, failure_sentence, plan_calls, plan_retry
-from ._errors import SCRIPTED_HTTP_ERRORS, Rejection, scripted_rejection
+from ._errors import SCRIPTED_HTTP_ERRORS, scripted_rejection
 from ._lessons import choose_lesson, lesson_titles, score
 from ._long import long_answer_tokens
 from ._requests import DemoOptions, DemoRequest
@@ -31,7 +32,6 @@ from ._script import (
     DEFAULT_KEEPALIVE,
     FIXED_CREATED,
     Citation,
-    Pacing,
     Script,
     ScriptedToolCall,
     ScriptError,

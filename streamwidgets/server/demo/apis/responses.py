@@ -1,23 +1,210 @@
-"""Writing a script as an OpenAI Responses stream: typed events numbered by `sequence_number`.
+"""OpenAI Responses (`/responses`): the request reader and the writers.
 
-The order follows OpenAI's: `response.created`, `response.in_progress`, then one output item at
-a time (web search call, reasoning with its summary, the message with its text and
-`url_citation` annotations, function calls), each opened with `output_item.added` and closed
-with `output_item.done`, and a terminal `response.completed` / `incomplete` / `failed`. The
-official SDK's stream helper checks item identities and ordering, so the ids stay consistent.
+The request: `input` (a string, or items: messages, `function_call` and `function_call_output`
+items joined by `call_id`) with `instructions`, tools flat (`{"type": "function", "name", ...}`)
+beside the built-in ones, log-probabilities asked for by `include`.
+
+The stream: typed events numbered by `sequence_number`, in OpenAI's order: `response.created`,
+`response.in_progress`, then one output item at a time (web search call, reasoning with its
+summary, the message with its text and `url_citation` annotations, function calls), each opened
+with `output_item.added` and closed with `output_item.done`, and a terminal `response.completed` /
+`incomplete` / `failed`. The official SDK's stream helper checks item identities and ordering, so
+the ids stay consistent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from ._flavors import Flavor
-from ._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
-from ._logprobs import simulated_logprobs
-from ._script import Script, ScriptError
+from ..._edge import Rejection
+from .._fields import BOOLEAN, Bound
+from .._flavors import Flavor
+from .._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
+from .._logprobs import simulated_logprobs
+from .._script import Script, ScriptError
+from .._tokens import count_tokens
+from .._tools import PastCall, Rounds, Tool, ToolResult, ToolUse, plain_text
+from ._openai import SAMPLING, OpenAIApi, openai_choice, openai_list, openai_tool, openai_values
+from ._spec import Endpoint, Turn, text_of
 
-__all__ = ["responses_stream", "response_object"]
+__all__ = ["Responses", "RESPONSES", "responses_stream", "response_object", "LOGPROBS_INCLUDE", "INCLUDABLE"]
+
+#: The `include` value that adds log-probabilities to the text deltas.
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
+
+
+class Responses(OpenAIApi):
+    name = "responses"
+    path = "responses"
+    title = "Responses API (/v1/responses)"
+    bounds: ClassVar[Mapping[str, Bound]] = {
+        **SAMPLING,
+        "max_output_tokens": Bound("integer", 16),
+        "max_tool_calls": Bound("integer", 1),
+        "top_logprobs": Bound("integer", 0, 20),
+        "stream": BOOLEAN,
+        "background": BOOLEAN,
+        "parallel_tool_calls": BOOLEAN,
+        "store": BOOLEAN,
+    }
+
+    def check(self, data: Mapping[str, Any], endpoint: Endpoint) -> None:
+        super().check(data, endpoint)
+        if data.get("include") is not None:
+            _check_include(data["include"])
+
+    def turns(self, data: Mapping[str, Any]) -> list[Turn]:
+        turns: list[Turn] = []
+        instructions = data.get("instructions")
+        if isinstance(instructions, str):
+            turns.append(("system", instructions, count_tokens(instructions)))
+        items = data.get("input")
+        if isinstance(items, str):
+            turns.append(("user", items, count_tokens(items)))
+        elif isinstance(items, list) and items:
+            for item in items:
+                if not isinstance(item, Mapping):
+                    raise Rejection(400, "Each input item must be an object.", param="input", code="invalid_type")
+                kind = item.get("type", "message")
+                if kind == "function_call_output":
+                    output = item.get("output", "")
+                    text, tokens = text_of(output) if not isinstance(output, str) else (output, count_tokens(output))
+                    turns.append(("tool", text, tokens))
+                elif kind == "function_call":
+                    arguments = str(item.get("arguments", ""))
+                    turns.append(("assistant", "", count_tokens(arguments)))
+                else:
+                    text, tokens = text_of(item.get("content"))
+                    turns.append((str(item.get("role", "user")), text, tokens))
+        else:
+            raise Rejection(400, "'input' must be a string or a non-empty array.", param="input", code="invalid_value")
+        return turns
+
+    def tool_use(self, data: Mapping[str, Any]) -> ToolUse:
+        tools = _tools(data.get("tools"))
+        choice = openai_choice(data, tools, nested=False)
+        results, failed = _results(data.get("input"), checked=data.get("previous_response_id") is None)
+        return ToolUse(tools, choice, results, failed)
+
+    def logprobs(self, data: Mapping[str, Any]) -> Optional[int]:
+        """`include: ["message.output_text.logprobs"]`, with `top_logprobs` alternatives."""
+        return (data.get("top_logprobs") or 0) if LOGPROBS_INCLUDE in (data.get("include") or ()) else None
+
+    def stream(self, script: Script, flavor: Flavor, endpoint: Endpoint) -> Steps:
+        return responses_stream(script, flavor)
+
+    def whole(self, script: Script, flavor: Flavor) -> dict[str, Any]:
+        return response_object(script, flavor)
+
+
+RESPONSES = Responses()
+
+
+# ---------------------------------------------------------------------------- reading
+
+#: What a Responses `include` may list (its API reference).
+INCLUDABLE = (
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "message.input_image.image_url",
+    "message.output_text.logprobs",
+    "reasoning.encrypted_content",
+    "web_search_call.action.sources",
+)
+
+
+def _check_include(include: Any) -> None:
+    """OpenAI's 400s for `include`: an array of the values it lists, each named when wrong."""
+    if not isinstance(include, list):
+        raise RESPONSES.wrong_type("include", "array", include)
+    for index, value in enumerate(include):
+        if not isinstance(value, str):
+            raise RESPONSES.wrong_type(f"include[{index}]", "string", value)
+        if value not in INCLUDABLE:
+            shown = value if len(value) <= 60 else value[:60] + "..."
+            listed = ", ".join(f"'{v}'" for v in INCLUDABLE[:-1]) + f", and '{INCLUDABLE[-1]}'"
+            raise Rejection(
+                400,
+                f"Invalid value: '{shown}'. Supported values are: {listed}.",
+                param=f"include[{index}]",
+                code="invalid_value",
+            )
+
+
+#: Responses tools the model may be offered but never calls itself (the provider runs them).
+_BUILT_IN = (
+    "file_search",
+    "computer_use_preview",
+    "web_search",
+    "web_search_preview",
+    "web_search_preview_2025_03_11",
+    "web_search_2025_08_26",
+    "mcp",
+    "code_interpreter",
+    "image_generation",
+    "local_shell",
+    "shell",
+    "custom",
+    "apply_patch",
+)
+
+
+def _tools(value: Any) -> tuple[Tool, ...]:
+    tools: list[Tool] = []
+    for index, tool in enumerate(openai_list(value)):
+        kind = tool["type"]
+        if kind == "function":
+            tools.append(openai_tool(f"tools[{index}]", tool))
+        elif kind not in _BUILT_IN:
+            raise openai_values(f"tools[{index}].type", kind, ("function", *_BUILT_IN))
+    return tuple(tools)
+
+
+def _results(items: Any, *, checked: bool) -> tuple[tuple[ToolResult, ...], frozenset[str]]:
+    """The `function_call_output` items that end a Responses input; each must answer a
+    `function_call` item of the same input (unless the calls live in a previous response), and
+    each call must get its output."""
+    rounds = Rounds()
+    if not isinstance(items, list):
+        return rounds.done()
+    calls: dict[str, PastCall] = {}
+    answered: set[str] = set()
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call_id = str(item.get("call_id", ""))
+            arguments = item.get("arguments", "")
+            calls[call_id] = PastCall(
+                call_id, str(item.get("name", "")), arguments if isinstance(arguments, str) else ""
+            )
+        elif kind == "function_call_output":
+            call_id = str(item.get("call_id", ""))
+            call = calls.get(call_id)
+            if call is None:
+                if checked:
+                    raise Rejection(
+                        400,
+                        f"No tool call found for function call output with call_id {call_id}.",
+                        param="input",
+                        code=None,
+                    )
+                call = PastCall(call_id, "", "")
+            answered.add(call_id)
+            rounds.add(ToolResult(call, plain_text(item.get("output"))))
+        else:
+            rounds.close(question=kind == "message" and item.get("role", "user") == "user")
+    for call_id in calls:
+        if call_id not in answered:
+            raise Rejection(400, f"No tool output found for function call {call_id}.", param="input", code=None)
+    return rounds.done()
+
+
+# ---------------------------------------------------------------------------- the stream
 
 
 def responses_stream(script: Script, flavor: Flavor) -> Steps:

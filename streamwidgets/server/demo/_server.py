@@ -1,0 +1,49 @@
+"""`DemoServer`: the demo's routes served by the edge on a loopback port, in a thread of its own."""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+from .._edge import LoopbackServer, ServerLimits
+from ._flavors import FLAVORS
+from ._routes import DemoRouter
+
+__all__ = ["DemoServer", "ServerLimits", "start_server"]
+
+
+class DemoServer(LoopbackServer):
+    """An OpenAI-, Responses- and Anthropic-compatible demo provider on a loopback port.
+
+    `port=0` picks a free port; `url`, `base_url` and `port` are known once `start()` returned.
+    `limits` bounds each connection (timeouts, body size, how many at once); the defaults suit
+    every notebook and SDK, tests pass smaller ones.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, limits: Optional[ServerLimits] = None) -> None:
+        super().__init__(DemoRouter, host, port, limits=limits, name="streamwidgets-demo-server")
+
+    @property
+    def base_url(self) -> str:
+        """The default flavor's API base, for `OpenAI(base_url=...)` / `Anthropic(base_url=...)`."""
+        return f"{self.url}/v1"
+
+    def flavor_url(self, flavor: str) -> str:
+        """The API base of a seed provider's flavor, e.g. `http://127.0.0.1:43117/venym/v1`."""
+        if flavor not in FLAVORS:
+            raise ValueError(f"unknown flavor {flavor!r}; choose one of {', '.join(FLAVORS)}")
+        return self.base_url if flavor == "demo" else f"{self.url}/{flavor}/v1"
+
+
+_shared: Optional[DemoServer] = None
+_shared_lock = threading.Lock()
+
+
+def start_server(host: str = "127.0.0.1", port: int = 0) -> DemoServer:
+    """The process-wide demo server, started on first use; later calls return the same one
+    (their arguments are then ignored) as long as it runs."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.running:
+            _shared = DemoServer(host, port).start()
+        return _shared
