@@ -94,7 +94,7 @@ class Held(Source):
     def labels(self):
         return Labels(model="demo-long")
 
-    async def items(self, feed, recorder, pause=None):
+    async def items(self, context):
         yield [TextDelta(TEXT)]
         await end.wait()
         yield [Finish("stop"), Terminator()]

@@ -183,7 +183,7 @@ elif case == "calls":
     chunks = [b"".join(call(i) for i in range(j, j + 1000)) for j in range(0, 400_000, 1000)]
 elif case == "calls raised":
     chunks = [b"".join(call(i) for i in range(j, j + 1000)) for j in range(0, 400_000, 1000)]
-    raised = {"tool_calls": 1_000_000}
+    raised = {"max_tool_calls": 1_000_000}
 else:  # untold: events that never say which API they speak
     chunks = [b'data: {"n": 1}\\n\\n' * 4000] * (50_000_000 // 64_000)
 names = {f.name for f in dataclasses.fields(Limits)}

@@ -29,6 +29,7 @@ _EXPORTS = {
     "parse": "core._parse",
     "make_request": "net._request",
     "StreamRequest": "net._request",
+    "Limits": "core._limits",
     # the notebook view
     "StreamHandle": "widgets._handle",
     "StreamView": "widgets._view",
@@ -70,6 +71,7 @@ __all__ = [
     "parse",
     "make_request",
     "StreamRequest",
+    "Limits",
     "StreamHandle",
     "StreamView",
     "ChatPanel",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from .apps._show import show
     from .core._errors import HTTPStatusError, IncompleteStreamError, StreamError
     from .core._events import Citation, Usage
+    from .core._limits import Limits
     from .core._parse import parse
     from .core._providers import PROVIDERS, Provider, get_provider
     from .core._state import StreamErrorInfo, StreamState, ToolCall

@@ -24,10 +24,10 @@ import ipywidgets as w
 from comm.base_comm import BaseComm
 
 from streamwidgets.core._events import Event
-from streamwidgets.core._feed import Feed, Item
+from streamwidgets.core._feed import Item
 from streamwidgets.core._redact import Redactor
 from streamwidgets.core._state import StreamState
-from streamwidgets.net import Source
+from streamwidgets.net import Source, SourceContext
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,7 +41,7 @@ class Played(Source):
     delay: float = 0.0
     key: Optional[str] = None
 
-    async def items(self, feed: Feed, recorder: Any, pause: Any = None) -> AsyncIterator[Item]:  # no network: no pause
+    async def items(self, context: SourceContext) -> AsyncIterator[Item]:  # no network: no pause
         for event in self.events:
             await anyio.sleep(self.delay)
             if isinstance(event, Exception):

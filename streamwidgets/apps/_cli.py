@@ -28,7 +28,7 @@ from ..core._events import Token
 from ..core._providers import APIS, PROVIDERS
 from ..core._recordings import is_recording
 from ..core._redact import scrub
-from ..net._pipeline import Stream
+from ..net._pipeline import RunOptions, Stream
 from ..net._request import make_request
 from ..net._sources import Live, Source, replay
 from ._terminal import TerminalPrinter, printable
@@ -79,7 +79,7 @@ async def _replay(args: argparse.Namespace) -> int:
 
 async def _print(source: Source, *, record: Optional[str] = None, parts: int = 1) -> int:
     """Stream `source` onto the terminal (the answer on stdout, what happens meanwhile on stderr)."""
-    stream = Stream(source, record=record, parts=parts)
+    stream = Stream(source, RunOptions(record=record, parts=parts))
     printer = TerminalPrinter(
         stream.state, sys.stdout, redact=lambda text: cli_words(scrub(source.redact(text))), status=sys.stderr
     )

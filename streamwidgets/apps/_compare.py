@@ -19,14 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 import ipywidgets as w
 
 from ..core import _formatting as formatting
+from ..core._limits import Limits
+from ..core._providers import Provider
 from ..core._state import StreamState
 from ..markdown import escape_html
+from ..net._pipeline import PathLike
+from ..net._request import DEFAULT_STALL_TIMEOUT, Secret
+from ..net._retry import DEFAULT_RETRIES
+from ..net._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT
 from ..widgets._fallback import WIDGET_MIMETYPE
 from ..widgets._handle import StreamHandle
 from ..widgets._sync import Parts, set_traits
@@ -48,48 +54,120 @@ SWEEPABLE = ("temperature", "seed", "top_p")
 _COLUMNS = ("model", "status", "first token", "tokens/s", "output tokens", "cost", "finish", "tries")
 
 
+#: The keywords of `compare` that go on, as they are, to each model's `show()`.
+_TO_EACH = (
+    "api",
+    "base_url",
+    "api_key",
+    "system",
+    "offline",
+    "local_model",
+    "tools",
+    "logprobs",
+    "extra_body",
+    "include_usage",
+    "retries",
+    "stall_timeout",
+    "limits",
+    "deadline",
+    "max_answer_chars",
+    "max_event_chars",
+    "max_tool_calls",
+    "max_citations",
+    "max_warnings",
+    "max_steps",
+    "tool_timeout",
+    "confirm",
+    "record",
+    "log",
+    "parts",
+    "max_fps",
+    "scale",
+)
+
+
 def compare(
     prompt: Any,
     models: Optional[Sequence[ModelSpec]] = None,
     *,
-    provider: Optional[str] = None,
+    provider: Union[str, Provider, None] = None,
+    model: Optional[str] = None,
     display: bool = True,
-    **options: Any,
+    # the request each model gets (`make_request`)
+    api: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_key: Union[str, Secret, None] = None,
+    system: Optional[str] = None,
+    offline: Optional[bool] = None,
+    local_model: Optional[str] = None,
+    tools: Optional[Sequence[Any]] = None,
+    logprobs: Union[int, bool, None] = None,
+    extra_body: Optional[Mapping[str, Any]] = None,
+    include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    # the limits of each answer
+    limits: Optional[Limits] = None,
+    deadline: Optional[float] = None,
+    max_answer_chars: Optional[int] = None,
+    max_event_chars: Optional[int] = None,
+    max_tool_calls: Optional[int] = None,
+    max_citations: Optional[int] = None,
+    max_warnings: Optional[int] = None,
+    # each model's tool loop
+    max_steps: int = DEFAULT_MAX_STEPS,
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
+    confirm: bool = False,
+    # each model's run
+    record: Optional[PathLike] = None,
+    log: Optional[PathLike] = None,
+    parts: int = 1,
+    # each model's view
+    max_fps: float = 20.0,
+    scale: Optional[float] = None,
+    **params: Any,
 ) -> Comparison:
     """Stream `prompt` from every model in `models` at once, side by side, with a live table.
 
     `models` holds names (from `provider=`, else the default preset) or (provider, model)
     pairs. A list for one of `temperature=`, `seed=`, `top_p=` instead compares one model (the
-    one in `models`, else the preset's default) at each value. Every other keyword goes to each
-    `show()` (`api`, `system`, `max_tokens`, `logprobs`, `offline`, `retries`, `log`, and the tool
-    loop's `tools=`, `max_steps=`, `confirm=`, `tool_timeout=`: each model runs its own calls, in
-    its own view...). Returns a `Comparison`; `await` it for the final states.
+    one in `models`, else `model=`, else the preset's default) at each value. Every other keyword
+    is `show()`'s and goes to each model's view (`api`, `system`, `logprobs`, `offline`,
+    `retries`, the limits, `log`, and the tool loop's `tools=`, `max_steps=`, `confirm=`,
+    `tool_timeout=`: each model runs its own calls, in its own view...), and so does any body
+    field (`max_tokens`...). `display=False` makes the comparison without showing it. Returns a
+    `Comparison`; `await` it for the final states.
     """
+    given = dict(locals())
+    from ._keywords import SinkKeywords
     from ._show import show
 
-    swept = [name for name in SWEEPABLE if isinstance(options.get(name), (list, tuple))]
+    SinkKeywords.read("compare", given)  # a near miss of a keyword is named here, once
+    each: dict[str, Any] = {name: given[name] for name in _TO_EACH}
+    swept = [name for name in SWEEPABLE if isinstance(params.get(name), (list, tuple))]
     if swept:
         if len(swept) > 1:
             raise TypeError(f"compare sweeps one setting at a time, not {' and '.join(swept)}")
         name = swept[0]
-        values = list(options.pop(name))
+        values = list(params.pop(name))
         if not values:
             raise ValueError(f"{name}= is an empty list: give the values to compare, e.g. {name}=[0, 0.7, 1.5]")
         if models is not None and (isinstance(models, (str, tuple)) or len(models) != 1):
             raise TypeError(f"a sweep over {name}= compares one model with itself: pass one model, or none")
-        named = options.pop("model", None)  # `model=` names the one model as well
-        spec = models[0] if models else named
-        who, model = spec if isinstance(spec, tuple) else (provider, spec)
-        runs = [show(prompt, provider=who, model=model, display=False, **{name: v}, **options) for v in values]
+        spec = models[0] if models else model  # `model=` names the one model as well
+        who, chosen = spec if isinstance(spec, tuple) else (provider, spec)
+        runs = [show(prompt, provider=who, model=chosen, display=False, **each, **{name: v}, **params) for v in values]
         return Comparison(runs, display=display, labels=[f"{name} {v}" for v in values])
     if isinstance(models, (str, tuple)) or not models:
         raise TypeError(
             "models is a list: compare('...', ['demo-fast', 'demo-deep']) or [('openai', 'gpt-4.1-mini'), ...]"
         )
+    if model is not None:
+        raise TypeError("model= names the one model of a sweep; to compare models, list them in models=")
     handles = []
     for spec in models:
-        who, model = spec if isinstance(spec, tuple) else (provider, spec)
-        handles.append(show(prompt, provider=who, model=model, display=False, **options))
+        who, chosen = spec if isinstance(spec, tuple) else (provider, spec)
+        handles.append(show(prompt, provider=who, model=chosen, display=False, **each, **params))
     return Comparison(handles, display=display)
 
 

@@ -8,8 +8,7 @@ state's warnings (and as a first `Problem` event).
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Coroutine, Generator
+from collections.abc import AsyncIterator, Coroutine, Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
@@ -17,17 +16,17 @@ import anyio
 
 from ..core._errors import HTTPStatusError, IncompleteStreamError, StreamError
 from ..core._events import Event
+from ..core._limits import Limits
+from ..core._providers import Provider
 from ..core._state import StreamState
-from ..net._pipeline import Notify, Stream
-from ..net._reads import PAUSE, UNWATCHED_PAUSE
-from ..net._request import Prompt, StreamRequest
-from ..net._sources import Source, as_source
-from ..net._tool_runner import tool_loop
+from ..net._pipeline import Notify, PathLike, Stream
+from ..net._reads import PAUSE, UNWATCHED_PAUSE, Pause
+from ..net._request import DEFAULT_STALL_TIMEOUT, Secret
+from ..net._retry import DEFAULT_RETRIES
+from ..net._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT
+from ._keywords import AnySource, SinkKeywords, logged
 
 __all__ = ["arun", "run", "astream", "EventStream", "Awaited"]
-
-PathLike = Union[str, "os.PathLike[str]"]
-AnySource = Union[Source, StreamRequest, Prompt]
 
 
 def arun(
@@ -35,53 +34,75 @@ def arun(
     *,
     raise_on_error: bool = False,
     notify: Optional[Notify] = None,
+    # the request a prompt becomes (`make_request`)
+    provider: Union[str, Provider, None] = None,
+    model: Optional[str] = None,
+    api: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_key: Union[str, Secret, None] = None,
+    system: Optional[str] = None,
+    offline: Optional[bool] = None,
+    local_model: Optional[str] = None,
+    tools: Optional[Sequence[Any]] = None,
+    logprobs: Union[int, bool, None] = None,
+    extra_body: Optional[Mapping[str, Any]] = None,
+    include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    # the limits
+    limits: Optional[Limits] = None,
+    deadline: Optional[float] = None,
+    max_answer_chars: Optional[int] = None,
+    max_event_chars: Optional[int] = None,
+    max_tool_calls: Optional[int] = None,
+    max_citations: Optional[int] = None,
+    max_warnings: Optional[int] = None,
+    # the tool loop
+    max_steps: int = DEFAULT_MAX_STEPS,
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
+    confirm: bool = False,
+    # the run
     record: Optional[PathLike] = None,
     log: Optional[PathLike] = None,
     parts: int = 1,
-    **options: Any,
+    **params: Any,
 ) -> Awaited:
     """Stream one answer and return its final state (scripts, tests, headless use).
 
-    `source` is a prompt (a string or a list of messages; `options` then go to `make_request`), a
-    `StreamRequest`, `replay(path)` or `sdk(stream)` (`options` then are its limits: `deadline=`,
-    `max_answer_chars=`, ...). `record=` saves the stream for `replay()`; `log=` appends the answer
-    to a class log; `parts=3` continues an answer that ends cut off, up to three parts in all
-    (the state returned is the last part's: its `.text` is the whole answer, `.parts` each part).
+    `source` is a prompt (a string or a list of messages), a `StreamRequest`, `replay(path)` or
+    `sdk(stream)`. For a prompt, the request's keywords are `make_request`'s (`provider`,
+    `model`, `api`, `base_url`, `api_key`, `system`, `offline`, `local_model`, `logprobs`,
+    `extra_body`, `include_usage`, `retries`, `stall_timeout`), and any body field the API
+    documents (`temperature`, `max_tokens`...) goes in `**params`. Any source takes the limits:
+    `limits=sw.Limits(...)`, or each limit as its keyword (`deadline=`, `max_answer_chars=`,
+    `max_event_chars=`, `max_tool_calls=`, `max_citations=`, `max_warnings=`), which changes that
+    field of `limits`. `record=` saves the stream for `replay()`; `log=` appends the answer to a
+    class log; `parts=3` continues an answer that ends cut off, up to three parts in all (the
+    state returned is the last part's: its `.text` is the whole answer, `.parts` each part).
     `tools=[fn, ...]` lets the model call those functions: the stream runs each call and sends
     the result back, step after step, up to `max_steps=` (8) requests, each call within
     `tool_timeout=` (30) seconds; every step is a part (`state.parts`, each call's `.result`).
-    `confirm=True` needs a view to click Run / Skip in, so here it is an error. With `raise_on_error=True`, an error raises `HTTPStatusError` (non-2xx) or `StreamError`, and an
-    incomplete stream `IncompleteStreamError`; each carries the state with the partial answer.
+    `confirm=True` needs a view to click Run / Skip in, so here it is an error. `notify()` is
+    called after each change of the state. With `raise_on_error=True`, an error raises
+    `HTTPStatusError` (non-2xx) or `StreamError`, and an incomplete stream
+    `IncompleteStreamError`; each carries the state with the partial answer.
 
     It must be awaited (`state = await sw.arun(...)`): asked for an attribute before that, the
     call says so instead of Python's bare "'coroutine' object has no attribute 'text'".
     """
-    return Awaited(
-        _arun(source, raise_on_error=raise_on_error, notify=notify, record=record, log=log, parts=parts, **options),
-        "arun",
-    )
+    keywords = SinkKeywords.read("arun", locals())
+    return Awaited(_arun(source, keywords, raise_on_error=raise_on_error, notify=notify), "arun")
 
 
 async def _arun(
-    source: AnySource,
-    *,
-    raise_on_error: bool,
-    notify: Optional[Notify],
-    record: Optional[PathLike],
-    log: Optional[PathLike],
-    parts: int,
-    **options: Any,
+    source: AnySource, keywords: SinkKeywords, *, raise_on_error: bool, notify: Optional[Notify]
 ) -> StreamState:
     # Nobody watches the answer grow unless `notify` does: the reads may wake less often.
     pause = PAUSE if notify is not None else UNWATCHED_PAUSE
-    stream = _stream(source, options, notify=notify, record=record, log=log, parts=parts, pause=pause)
-    state = await stream.run()
+    state = await _stream(source, keywords, notify=notify, pause=pause).run()
     if raise_on_error:
         _raise_for(state)
     return state
-
-
-_RUN_DEFAULTS: dict[str, Any] = {"raise_on_error": False, "notify": None, "record": None, "log": None, "parts": 1}
 
 
 class Awaited(Coroutine[Any, Any, StreamState]):
@@ -117,26 +138,94 @@ class Awaited(Coroutine[Any, Any, StreamState]):
         return f"<sw.{self._name}(...) not awaited yet: `state = await sw.{self._name}(...)`>"
 
 
-def run(source: AnySource, **options: Any) -> StreamState:
-    """The blocking form of `arun()`, for scripts. In a notebook use `show()` or `await arun()`."""
+def run(
+    source: AnySource,
+    *,
+    raise_on_error: bool = False,
+    notify: Optional[Notify] = None,
+    # the request a prompt becomes (`make_request`)
+    provider: Union[str, Provider, None] = None,
+    model: Optional[str] = None,
+    api: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_key: Union[str, Secret, None] = None,
+    system: Optional[str] = None,
+    offline: Optional[bool] = None,
+    local_model: Optional[str] = None,
+    tools: Optional[Sequence[Any]] = None,
+    logprobs: Union[int, bool, None] = None,
+    extra_body: Optional[Mapping[str, Any]] = None,
+    include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    # the limits
+    limits: Optional[Limits] = None,
+    deadline: Optional[float] = None,
+    max_answer_chars: Optional[int] = None,
+    max_event_chars: Optional[int] = None,
+    max_tool_calls: Optional[int] = None,
+    max_citations: Optional[int] = None,
+    max_warnings: Optional[int] = None,
+    # the tool loop
+    max_steps: int = DEFAULT_MAX_STEPS,
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
+    confirm: bool = False,
+    # the run
+    record: Optional[PathLike] = None,
+    log: Optional[PathLike] = None,
+    parts: int = 1,
+    **params: Any,
+) -> StreamState:
+    """The blocking form of `arun()`, for scripts, with the same keywords. In a notebook use
+    `show()` or `await arun()`."""
+    keywords = SinkKeywords.read("run", locals())
     try:
         import asyncio
 
         asyncio.get_running_loop()
     except RuntimeError:
-        return anyio.run(lambda: _arun(source, **{**_RUN_DEFAULTS, **options}))
+        return anyio.run(lambda: _arun(source, keywords, raise_on_error=raise_on_error, notify=notify))
     raise RuntimeError("run() blocks, and an event loop is already running here: use `await arun(...)` or `show(...)`")
 
 
 def astream(
     source: AnySource,
     *,
+    # the request a prompt becomes (`make_request`)
+    provider: Union[str, Provider, None] = None,
+    model: Optional[str] = None,
+    api: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_key: Union[str, Secret, None] = None,
+    system: Optional[str] = None,
+    offline: Optional[bool] = None,
+    local_model: Optional[str] = None,
+    tools: Optional[Sequence[Any]] = None,
+    logprobs: Union[int, bool, None] = None,
+    extra_body: Optional[Mapping[str, Any]] = None,
+    include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    # the limits
+    limits: Optional[Limits] = None,
+    deadline: Optional[float] = None,
+    max_answer_chars: Optional[int] = None,
+    max_event_chars: Optional[int] = None,
+    max_tool_calls: Optional[int] = None,
+    max_citations: Optional[int] = None,
+    max_warnings: Optional[int] = None,
+    # the tool loop
+    max_steps: int = DEFAULT_MAX_STEPS,
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
+    confirm: bool = False,
+    # the run
     record: Optional[PathLike] = None,
     log: Optional[PathLike] = None,
     parts: int = 1,
-    **options: Any,
+    **params: Any,
 ) -> EventStream:
-    """The normalized events of one answer as they arrive (`streamwidgets.core`'s event types):
+    """The normalized events of one answer as they arrive (`streamwidgets.core`'s event types),
+    with the keywords of `arun()`:
 
         async with sw.astream("Explain recursion") as events:
             async for event in events:
@@ -146,7 +235,8 @@ def astream(
     Leaving the `async with` block (or `await events.aclose()`) stops the stream and closes the
     connection at once; a plain `async for` that breaks early leaves that to the garbage collector.
     """
-    return EventStream(_stream(source, options, record=record, log=log, parts=parts))
+    keywords = SinkKeywords.read("astream", locals())
+    return EventStream(_stream(source, keywords))
 
 
 class EventStream:
@@ -181,23 +271,10 @@ class EventStream:
 
 
 def _stream(
-    source: AnySource,
-    options: dict[str, Any],
-    *,
-    notify: Optional[Notify] = None,
-    record: Optional[PathLike] = None,
-    log: Optional[PathLike] = None,
-    parts: int = 1,
-    pause: float = PAUSE,
+    source: AnySource, keywords: SinkKeywords, *, notify: Optional[Notify] = None, pause: Pause = PAUSE
 ) -> Stream:
-    options = dict(options)
-    loop = tool_loop(options)
-    stream = Stream(as_source(source, **options), notify=notify, record=record, parts=parts, tools=loop, pause=pause)
-    if log is not None:
-        from ._classlog import log_parts
-
-        log_parts(stream, log)
-    return stream
+    run = keywords.run(pause=pause)  # no view: `confirm=True` is an error here
+    return logged(Stream(keywords.source(source), run, notify=notify))
 
 
 def _raise_for(state: StreamState) -> None:

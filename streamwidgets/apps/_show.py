@@ -13,19 +13,24 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TextIO, Union
 
+from ..core._limits import Limits
+from ..core._providers import Provider
 from ..core._state import StreamState
-from ..net._pipeline import PathLike
-from ..net._request import Prompt, StreamRequest
-from ..net._sources import Source, as_source
-from ..net._tool_runner import ToolLoop, tool_loop
+from ..net._pipeline import PathLike, RunOptions
+from ..net._request import DEFAULT_STALL_TIMEOUT, Secret
+from ..net._retry import DEFAULT_RETRIES
+from ..net._sources import Source
+from ..net._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT
 from ..widgets._cells import deliver, under_runner
 from ..widgets._cells import watch as watch_cells
 from ..widgets._fallback import final_bundle, keeps_widget, placeholder_bundle
-from ..widgets._handle import StreamHandle
+from ..widgets._handle import StreamHandle, frame_pause
 from ..widgets._scheduler import scheduler_for
 from ..widgets._view import view_for
+from ._keywords import AnySource, SinkKeywords, logged
 from ._terminal import TerminalPrinter
 
 __all__ = ["show"]
@@ -39,29 +44,62 @@ SAY_END_AFTER = 1.0
 
 
 def show(
-    source: Union[Source, StreamRequest, Prompt],
+    source: AnySource,
     *,
+    # the request a prompt becomes (`make_request`)
+    provider: Union[str, Provider, None] = None,
+    model: Optional[str] = None,
+    api: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_key: Union[str, Secret, None] = None,
+    system: Optional[str] = None,
+    offline: Optional[bool] = None,
+    local_model: Optional[str] = None,
+    tools: Optional[Sequence[Any]] = None,
+    logprobs: Union[int, bool, None] = None,
+    extra_body: Optional[Mapping[str, Any]] = None,
+    include_usage: Optional[bool] = None,
+    retries: int = DEFAULT_RETRIES,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    # the limits
+    limits: Optional[Limits] = None,
+    deadline: Optional[float] = None,
+    max_answer_chars: Optional[int] = None,
+    max_event_chars: Optional[int] = None,
+    max_tool_calls: Optional[int] = None,
+    max_citations: Optional[int] = None,
+    max_warnings: Optional[int] = None,
+    # the tool loop
+    max_steps: int = DEFAULT_MAX_STEPS,
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
+    confirm: bool = False,
+    # the run
     record: Optional[PathLike] = None,
     log: Optional[PathLike] = None,
     parts: int = 1,
+    # the view
     max_fps: float = 20.0,
     scale: Optional[float] = None,
     display: bool = True,
     out: Optional[TextIO] = None,
-    **options: Any,
+    **params: Any,
 ) -> StreamHandle:
     """Stream an answer into a live view (in a kernel) or onto the terminal (elsewhere).
 
-    `source` is a prompt — a string or a list of chat messages, with the keywords of
-    `make_request` (`provider`, `model`, `api`, `base_url`, `api_key`, `system`, `offline`, the limits
-    `deadline=`, `max_answer_chars=`…, `retries`, and any request-body field such as `max_tokens`
-    or `temperature`) — or a ready `StreamRequest`, `replay(path, speed=)` or `sdk(stream)` (then
-    `options` are its limits). `record=` saves the raw stream for `replay()`; `log=` appends the
-    question and answer to a class log (`log_to`) when it ends; `parts=3` continues a cut-off
-    answer by itself, up to three parts (the Continue button asks for one more). `max_fps` caps
-    the view's redraws; `scale` sizes its text, code and math (1.5 for a projector;
-    `set_defaults(scale=...)` sets it for every view of the kernel). `display=False` streams into
-    a view that is not displayed: place `handle.view.widget` yourself.
+    `source` is a prompt — a string or a list of chat messages — or a ready `StreamRequest`,
+    `replay(path, speed=)` or `sdk(stream)`. For a prompt, the request's keywords are
+    `make_request`'s (`provider`, `model`, `api`, `base_url`, `api_key`, `system`, `offline`,
+    `local_model`, `logprobs`, `extra_body`, `include_usage`, `retries`, `stall_timeout`), and any
+    body field the API documents (`max_tokens`, `temperature`...) goes in `**params`. Any source
+    takes the limits: `limits=sw.Limits(...)`, or each limit as its keyword (`deadline=`,
+    `max_answer_chars=`, `max_event_chars=`, `max_tool_calls=`, `max_citations=`,
+    `max_warnings=`), which changes that field of `limits`. `record=` saves the raw stream for
+    `replay()`; `log=` appends the question and answer to a class log (`log_to`) when it ends;
+    `parts=3` continues a cut-off answer by itself, up to three parts (the Continue button asks
+    for one more). `max_fps` caps the view's redraws; `scale` sizes its text, code and math (1.5
+    for a projector; `set_defaults(scale=...)` sets it for every view of the kernel).
+    `display=False` streams into a view that is not displayed: place `handle.view.widget`
+    yourself. `out` is where the answer is printed outside a kernel (default: standard output).
 
     `tools=[fn, ...]` lets the model call those Python functions: each call shows as a card, runs
     (a plain function in a thread, an async one on the loop; parallel calls at once, each within
@@ -69,37 +107,25 @@ def show(
     step in the same view, up to `max_steps=` (8) requests. `confirm=True` asks Run / Skip under
     each card before it runs (in a notebook only: with no view to click in, it is an error).
     """
-    options = dict(options)
-    confirm = bool(options.pop("confirm", False))
-    tools = tool_loop(options)
-    chosen = as_source(source, **options)
+    keywords = SinkKeywords.read("show", locals())
+    chosen = keywords.source(source)
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # a plain script: print the answer, then hand back the finished stream
-        _no_confirm(confirm)
-        return asyncio.run(_to_terminal(chosen, out or sys.stdout, record=record, log=log, parts=parts, tools=tools))
+        return asyncio.run(_to_terminal(chosen, keywords.run(), out or sys.stdout))
     shell = _kernel_shell()
     if shell is None:
-        _no_confirm(confirm)
-        return _terminal_handle(chosen, out or sys.stdout, record=record, log=log, parts=parts, tools=tools)
+        return _terminal_handle(chosen, keywords.run(), out or sys.stdout)
 
     from IPython.display import display as show_output
     from IPython.display import update_display
 
     watch_cells(shell)
     view = view_for(chosen, max_fps=max_fps, scale=scale)
-    handle = _logged(
-        StreamHandle(
-            chosen,
-            view=view,
-            scheduler=scheduler_for(loop),
-            record=record,
-            parts=parts,
-            tools=tools,
-            confirm=confirm,
-        ),
-        log,
-    )
+    scheduler = scheduler_for(loop)
+    run = keywords.run(pause=frame_pause(scheduler, view), ask=view.confirm)
+    handle = StreamHandle(chosen, run, view=view, scheduler=scheduler)
+    logged(handle.stream)
     if not display:
         return handle
     display_id = uuid.uuid4().hex
@@ -125,23 +151,7 @@ def show(
     return handle
 
 
-def _no_confirm(confirm: bool) -> None:
-    if confirm:
-        raise ValueError(
-            "confirm=True shows Run / Skip buttons, so it needs a notebook's view; "
-            "in a script or a terminal the tools run without asking (leave confirm off)"
-        )
-
-
-def _terminal_handle(
-    source: Source,
-    out: TextIO,
-    *,
-    record: Optional[PathLike],
-    log: Optional[PathLike],
-    parts: int,
-    tools: Optional[ToolLoop] = None,
-) -> StreamHandle:
+def _terminal_handle(source: Source, run: RunOptions, out: TextIO) -> StreamHandle:
     """A stream printed as plain text (no kernel, so no widgets), running on the current loop."""
     printer: Optional[TerminalPrinter] = None
 
@@ -149,32 +159,17 @@ def _terminal_handle(
         if printer is not None:
             printer.notify()
 
-    handle = _logged(StreamHandle(source, notify=notify, record=record, parts=parts, tools=tools), log)
+    handle = StreamHandle(source, run, notify=notify)
+    logged(handle.stream)
     printer = TerminalPrinter(handle.state, out, redact=handle.redact)
     handle.stream.on_part.append(printer.attach)
     handle.add_done_callback(lambda _handle: printer.finish())
     return handle
 
 
-async def _to_terminal(
-    source: Source,
-    out: TextIO,
-    *,
-    record: Optional[PathLike],
-    log: Optional[PathLike],
-    parts: int,
-    tools: Optional[ToolLoop] = None,
-) -> StreamHandle:
-    handle = _terminal_handle(source, out, record=record, log=log, parts=parts, tools=tools)
+async def _to_terminal(source: Source, run: RunOptions, out: TextIO) -> StreamHandle:
+    handle = _terminal_handle(source, run, out)
     await handle
-    return handle
-
-
-def _logged(handle: StreamHandle, log: Optional[PathLike]) -> StreamHandle:
-    if log is not None:
-        from ._classlog import log_parts
-
-        log_parts(handle.stream, log)
     return handle
 
 

@@ -22,13 +22,15 @@ from typing import Optional, Union
 
 from ._events import ErrorEvent, Event, Problem, ReasoningDelta, RefusalDelta, TextDelta, ToolCallDelta
 from ._limits import DEFAULT_LIMITS, Limits
-from ._state import StreamState, Warnings
+from ._state import RetryNote, StreamState, Warnings
 from .dialects import Normalizer
 
 __all__ = ["Feed", "Item", "StreamBroke", "slices", "SLICE"]
 
 #: What a source hands the feed: bytes of the wire, or events it made itself (an HTTP error).
 Item = Union[bytes, Sequence[Event]]
+#: The terminator of the dialects that end with a `data: [DONE]` line (chat), as the wire carries it.
+_DONE = b"data: [DONE]\n\n"
 Clock = Callable[[], float]
 #: The most bytes pushed into the feed at once: a quarter of what the inflater makes in one step,
 #: since its 64 kB of blank lines (65,536 empty events) take ~30 ms to parse, and the feed loop
@@ -80,20 +82,39 @@ class Feed:
         #: Removes the stream's key from what a peer says (an error event that quotes it, an
         #: unreadable event that contains it) before the state keeps it. None: no key to remove.
         self._redact = redact
-        normalizer.decoder.max_event_chars = limits.event_chars
+        normalizer.decoder.max_event_chars = limits.max_event_chars
         self._dropped = normalizer.decoder.dropped
         if isinstance(state.warnings, Warnings):
-            state.warnings.limit = limits.warnings
-        state.tool_calls.limit = limits.tool_calls
-        state.citations.limit = limits.citations
+            state.warnings.limit = limits.max_warnings
+        state.tool_calls.limit = limits.max_tool_calls
+        state.citations.limit = limits.max_citations
         self._calls_said = self._citations_said = False  # refused past their limits: said once each
 
     def now(self) -> Optional[float]:
         return self._clock() if self._clock is not None else None
 
     def begin(self) -> None:
-        """The request was sent now (the start of time to first token)."""
+        """The request was sent now (the start of time to first token); a try sent again after
+        one was turned away begins anew, so that time to first token is the model's, not the
+        queue's."""
         self.state.begin(self.now())
+
+    def retrying(self, note: RetryNote) -> None:
+        """A try was turned away and the next one waits (or begins): the state says so, before
+        any event arrived, and the view counts down."""
+        self.state.retrying(note)
+        self.notify()
+
+    def implied_end(self) -> Optional[bytes]:
+        """The bytes of the terminator that a source's own end stands for, when the stream came
+        through a reader that drops it (the openai SDK swallows chat's `data: [DONE]`): a stream
+        whose dialect ends with a `data: [DONE]` line (its declared rule, `lone_done`) that gave
+        its finish reason and then ended. None otherwise — the state's end rules are left to say
+        how the stream ended."""
+        dialect = self.normalizer.dialect
+        if dialect is not None and dialect.lone_done and self.state.finish_reason is not None:
+            return _DONE
+        return None
 
     def push(self, item: Item) -> Sequence[Event]:
         """Fold one network read (or ready-made events) into the state; return the events it
@@ -115,8 +136,8 @@ class Feed:
             state.extend(events, self.now())
             if state.tool_calls.refused or state.citations.refused:
                 self._say_refused()
-            if state.output_length > self.limits.answer_chars:
-                state.clip(self.limits.answer_chars)
+            if state.output_length > self.limits.max_answer_chars:
+                state.clip(self.limits.max_answer_chars)
                 state.close(reason=self.limits.answer_reached(), now=self.now())
                 # The events tap (`astream`) yields what the state kept, kind by kind, and no more.
                 after = state.output_lengths()

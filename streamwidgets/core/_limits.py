@@ -5,76 +5,135 @@ tool-call arguments by the answer limit, one event by the event limit, the tool 
 citations and the warnings by their counts — and each field of a tool call or a citation by
 `FIELD_CHARS`. Each has a default no lesson reaches by accident, and each can be changed per
 request (`make_request(..., max_answer_chars=..., max_event_chars=..., max_tool_calls=...,
-max_citations=..., max_warnings=..., deadline=...)`, which every sink takes too). Reaching one
+max_citations=..., max_warnings=..., deadline=...)`, which every sink takes too, flat or as
+`limits=Limits(...)`: the fields are spelled as the keywords). Reaching one
 never loses what arrived: the stream ends (or the rest is skipped) with a message that names the
 limit and the keyword that raises it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+import sys
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any, Optional
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "FIELD_CHARS"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "FIELD_CHARS", "LIMIT_NAMES"]
 
 #: The most characters of a cited URL or title, or of a tool call's id or name: a citation or a
 #: call with a longer one is refused (no real page or function has one), so that the counts
 #: below bound their memory too.
 FIELD_CHARS = 8192
 
+_EVENT_CHARS = 16 * 1024 * 1024
+_ANSWER_CHARS = 4_000_000
+_TOOL_CALLS = 1_000
+_CITATIONS = 1_000
+_WARNINGS = 100
+#: The limits that count (whole numbers, 1 or more); the deadline is seconds.
+_COUNTS = ("max_event_chars", "max_answer_chars", "max_tool_calls", "max_citations", "max_warnings")
+#: The names these limits had before they were spelled as their keywords (deprecated).
+_RENAMED = {
+    "event_chars": "max_event_chars",
+    "answer_chars": "max_answer_chars",
+    "tool_calls": "max_tool_calls",
+    "citations": "max_citations",
+    "warnings": "max_warnings",
+}
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Limits:
-    """How much of a stream is kept, and for how long it is read."""
+    """How much of a stream is kept, and for how long it is read.
+
+    Each field is spelled as the keyword that sets it on a request or a sink
+    (`show(..., max_answer_chars=...)` and `show(..., limits=Limits(max_answer_chars=...))` are
+    one limit), and as the messages name it when it is reached."""
 
     #: Characters of one SSE event (or one line, a comment included). Real events are far below
     #: 100 kB (an image in a base64 event is a few MB); past this one is discarded as it arrives,
     #: in constant memory, with one warning.
-    event_chars: int = 16 * 1024 * 1024
+    max_event_chars: int = _EVENT_CHARS
     #: Characters of the answer kept and shown (text, reasoning, refusal and tool arguments
     #: together). The longest real answers (128k output tokens) are about 500,000 characters.
     #: Past this the stream ends as incomplete and what came before the limit is kept.
-    answer_chars: int = 4_000_000
+    max_answer_chars: int = _ANSWER_CHARS
     #: Tool calls of one part kept. Models ask for a few at a time (parallel calls: tens); past
     #: this, later calls are refused with one warning and the stream goes on.
-    tool_calls: int = 1_000
+    max_tool_calls: int = _TOOL_CALLS
     #: Distinct cited pages kept. Real answers cite tens; past this, later ones are refused with
     #: one warning and the stream goes on.
-    citations: int = 1_000
+    max_citations: int = _CITATIONS
     #: Warnings kept on a state: the first ones, then one line that counts the rest.
-    warnings: int = 100
+    max_warnings: int = _WARNINGS
     #: Seconds the whole answer may take, from the request to its last byte (None: no deadline;
     #: the stall timeout still ends a stream that sends nothing). Ends a trickle of one byte a
     #: second, or endless keep-alives, as incomplete, with the text so far kept.
     deadline: Optional[float] = None
 
-    def __post_init__(self) -> None:
-        for name in ("event_chars", "answer_chars", "tool_calls", "citations", "warnings"):
+    def __init__(
+        self,
+        max_event_chars: int = _EVENT_CHARS,
+        max_answer_chars: int = _ANSWER_CHARS,
+        max_tool_calls: int = _TOOL_CALLS,
+        max_citations: int = _CITATIONS,
+        max_warnings: int = _WARNINGS,
+        deadline: Optional[float] = None,
+        **renamed: Any,
+    ) -> None:
+        given = {
+            "max_event_chars": max_event_chars,
+            "max_answer_chars": max_answer_chars,
+            "max_tool_calls": max_tool_calls,
+            "max_citations": max_citations,
+            "max_warnings": max_warnings,
+            "deadline": deadline,
+        }
+        unknown = sorted(set(renamed) - set(_RENAMED))
+        if unknown:
+            raise TypeError(
+                f"Limits() got an unexpected keyword argument {unknown[0]!r} (it takes {', '.join(LIMIT_NAMES)})"
+            )
+        if renamed:
+            old = ", ".join(f"{name}=" for name in renamed)
+            new = ", ".join(f"{_RENAMED[name]}=" for name in renamed)
+            _deprecated(f"Limits({old}) is spelled Limits({new}) now, as the keywords that set them are")
+            given.update((_RENAMED[name], value) for name, value in renamed.items())
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+        for name in _COUNTS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"the {name} limit must be a positive whole number, not {value!r}")
         if self.deadline is not None and not self.deadline > 0:
             raise ValueError(f"deadline must be a number of seconds above 0 (or None), not {self.deadline!r}")
 
+    def __getattr__(self, name: str) -> Any:
+        new = _RENAMED.get(name)  # only reached for a name that is no attribute: the old spellings
+        if new is None:
+            raise AttributeError(f"'Limits' object has no attribute {name!r}")
+        _deprecated(f"Limits.{name} is spelled Limits.{new} now")
+        return getattr(self, new)
+
     def answer_reached(self) -> str:
         return (
-            f"the answer reached {self.answer_chars:,} characters (text, reasoning and tool-call arguments "
+            f"the answer reached {self.max_answer_chars:,} characters (text, reasoning and tool-call arguments "
             "together), the most streamwidgets keeps, so it stopped reading (pass max_answer_chars= to keep "
             "more); what came before the limit is kept."
         )
 
     def tool_calls_reached(self) -> str:
         return (
-            f"more than {self.tool_calls:,} tool calls came, the most streamwidgets keeps (pass max_tool_calls= "
-            f"to keep more), or one with an id or name longer than {FIELD_CHARS:,} characters: those were not "
-            "kept; the stream went on"
+            f"more than {self.max_tool_calls:,} tool calls came, the most streamwidgets keeps (pass "
+            f"max_tool_calls= to keep more), or one with an id or name longer than {FIELD_CHARS:,} characters: "
+            "those were not kept; the stream went on"
         )
 
     def citations_reached(self) -> str:
         return (
-            f"more than {self.citations:,} cited pages came, the most streamwidgets keeps (pass max_citations= "
-            f"to keep more), or one with a URL or title longer than {FIELD_CHARS:,} characters: those were not "
-            "kept; the stream went on"
+            f"more than {self.max_citations:,} cited pages came, the most streamwidgets keeps (pass "
+            f"max_citations= to keep more), or one with a URL or title longer than {FIELD_CHARS:,} characters: "
+            "those were not kept; the stream went on"
         )
 
     def deadline_passed(self) -> str:
@@ -85,9 +144,21 @@ class Limits:
 
     def event_too_long(self) -> str:
         return (
-            f"an event (or line) of more than {self.event_chars:,} characters was discarded unread "
+            f"an event (or line) of more than {self.max_event_chars:,} characters was discarded unread "
             "(pass max_event_chars= to accept longer ones)"
         )
 
+
+def _deprecated(message: str) -> None:
+    """Warn the caller of a `Limits` method that it used an old spelling — unless the caller is
+    one of the package's own modules that still does (it is moved over with its owner's next
+    change, and a package must not warn, or fail under `-W error`, on its own import)."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    if caller != "streamwidgets" and not caller.startswith("streamwidgets."):
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
+
+
+#: The limits' names: the fields of `Limits`, and the keywords that set them.
+LIMIT_NAMES = tuple(f.name for f in fields(Limits))
 
 DEFAULT_LIMITS = Limits()

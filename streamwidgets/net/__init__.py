@@ -5,9 +5,9 @@ decoding, retry before the first token, and recording. The only layer that does 
 from __future__ import annotations
 
 from ._conversation import Chat
-from ._pipeline import Stream, on_every_part, pump
+from ._pipeline import RunOptions, Stream, on_every_part, pump
 from ._request import DEFAULT_STALL_TIMEOUT, Secret, StreamRequest, make_request
-from ._sources import Labels, Live, Replay, Sdk, Source, as_source, replay, sdk
+from ._sources import Labels, Live, Replay, Sdk, Source, SourceContext, as_source, replay, sdk
 
 __all__ = [
     "StreamRequest",
@@ -15,6 +15,7 @@ __all__ = [
     "make_request",
     "DEFAULT_STALL_TIMEOUT",
     "Source",
+    "SourceContext",
     "Live",
     "Replay",
     "Sdk",
@@ -23,6 +24,7 @@ __all__ = [
     "replay",
     "sdk",
     "Stream",
+    "RunOptions",
     "pump",
     "on_every_part",
     "Chat",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..core._state import StreamState
-from ._pipeline import Notify, Stream
+from ._pipeline import Notify, RunOptions, Stream
 from ._request import Secret, StreamRequest, make_request
 from ._sources import Live
 
@@ -41,7 +41,7 @@ class Chat:
             self.messages.append({"role": "assistant", "content": state.text})
 
     async def send(self, text: str, *, notify: Optional[Notify] = None, parts: int = 1) -> StreamState:
-        stream = Stream(Live(self.request(text)), notify=notify, parts=parts)
+        stream = Stream(Live(self.request(text)), RunOptions(parts=parts), notify=notify)
         try:
             await stream.run()
         finally:

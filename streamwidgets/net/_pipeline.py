@@ -9,6 +9,11 @@ at once: reading stops and the source is let go, even if the server keeps the bo
 of the items, a broken stream (`StreamBroke`), a surprise (an exception), the deadline, or a
 cancel, which closes the state as cancelled and propagates.
 
+What a run carries besides its source — where to record it, the class log, how many parts it may
+have, how its tool loop runs, how long its network reads may pause — is one value, `RunOptions`,
+made once by the sink (`apps/`) and read here where it is used. A source sees none of it but its
+read pause: it gets a `SourceContext` (`_sources.py`), through which it reports what is no item.
+
 The loop never holds the event loop for long, whatever a body holds: a few kB of gzip can inflate
 to a gigabyte, and the inflater hands its pieces on without waiting for the network, so nothing
 else would run — not the view, not the Cancel button's click, not the deadline — until the last
@@ -22,8 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass, field
 from typing import Optional, Union
 
 import anyio
@@ -34,10 +40,10 @@ from ..core._feed import Feed, Item, StreamBroke, slices
 from ..core._state import StreamState
 from ._reads import PAUSE, Pause
 from ._recording import RecordTarget
-from ._sources import TOOL_STEP_BREAK, Live, Replay, Source
+from ._sources import TOOL_STEP_BREAK, Live, Replay, Source, SourceContext
 from ._tool_runner import ToolLoop, run_calls
 
-__all__ = ["Stream", "pump", "on_every_part"]
+__all__ = ["RunOptions", "Stream", "pump", "on_every_part"]
 
 logger = logging.getLogger("streamwidgets")
 
@@ -49,6 +55,32 @@ HAND_BACK = 0.02
 
 #: Called with every stream of the process when one of its parts ends (the class log, `log_to`).
 _EVERY_PART: list[Callable[[Stream], None]] = []
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What one run of a stream carries besides its source, made once by its sink.
+
+    `record` writes every part into one recording (`net._recording`); `log` is the class log the
+    sink appends every part to (`apps._classlog`: the sink attaches it); `parts` bounds the parts
+    asked for without a click; `tool_loop` says how the calls of a tool step run (`ToolLoop`: the
+    steps, the timeout, a view's Run / Skip); `pause` is the longest a network read waits while
+    the answer flows (`net._reads.Pacer`): `PAUSE`; a function, asked once before each paced
+    read (a view's: until just before its next frame, `widgets._handle.frame_pause`); or
+    `UNWATCHED_PAUSE` for a sink that only wants the end — fewer wake-ups, the same bytes (a
+    pause never lets the socket's buffer fill), and a cancel or the deadline still ends one at
+    once. The limits are the source's (`Source.bounded`): they travel with it from part to part.
+    """
+
+    record: Optional[PathLike] = None
+    log: Optional[PathLike] = None
+    parts: int = 1
+    tool_loop: ToolLoop = field(default_factory=ToolLoop)
+    pause: Pause = PAUSE
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError("parts is how many parts an answer may have in all: 1 or more")
 
 
 def on_every_part(callback: Callable[[Stream], None]) -> None:
@@ -66,43 +98,34 @@ class Stream:
     for (the view's Continue button), and the next `run()` goes on from there.
 
     When the request offers tools (`tools=`) and a part ends asking for them, the stream runs the
-    calls (`tools`, a `ToolLoop`: the timeout, `confirm`) and the next part is the request with
+    calls (the run's `ToolLoop`: the timeout, `confirm`) and the next part is the request with
     the calls and their results — until the model answers or `max_steps` requests were made, when
     the stream stops and says so. Each step is a part: the view shows them in one timeline, the
     usage adds up over them, and the class log and `record=` take every one.
 
-    `pause` is the longest a network read waits while the answer flows (`net._reads.Pacer`):
-    `PAUSE`; a function, asked before each pause (a view's handle waits until just before its
-    next frame); or `UNWATCHED_PAUSE` for a sink that only wants the end — fewer wake-ups, the
-    same bytes (a pause never lets the socket's buffer fill), and a cancel or the deadline still
-    ends one at once.
+    `run` is what the run carries besides its source (`RunOptions`: the recording, the parts,
+    the tool loop, the read pause); `notify` is called after each change of the state, and
+    `badge_shown` says a view shows where the answer comes from.
     """
 
     def __init__(
         self,
         source: Source,
+        run: Optional[RunOptions] = None,
         *,
         notify: Optional[Notify] = None,
-        record: Optional[PathLike] = None,
-        parts: int = 1,
         badge_shown: bool = False,
-        tools: Optional[ToolLoop] = None,
-        pause: Pause = PAUSE,
     ) -> None:
-        if parts < 1:
-            raise ValueError("parts is how many parts an answer may have in all: 1 or more")
+        self.run_options = run = run if run is not None else RunOptions()
         self.source = source
         self.state = StreamState()
         self.notify = notify
-        self.record = record
         # Checked now, before anything is sent: a path whose file would be lost is refused.
         replaying = source.recording.path if isinstance(source, Replay) and source.recording is not None else None
-        self._target = RecordTarget(record, replaying=replaying) if record is not None else None
-        self.pause = pause
-        self._more = parts - 1
+        self._target = RecordTarget(run.record, replaying=replaying) if run.record is not None else None
+        self._more = run.parts - 1
         self._badge_shown = badge_shown
         self._started = False
-        self.tool_loop = tools if tools is not None else ToolLoop()
         #: Requests made to the model so far (a tool step is one more).
         self.steps = 0
         #: Called with each new part's state before it streams (a view attaches it).
@@ -134,8 +157,8 @@ class Stream:
         while True:
             if self._started:
                 if self._asks_for_tools():
-                    if self.steps >= self.tool_loop.max_steps:
-                        n = self.tool_loop.max_steps
+                    if self.steps >= self.run_options.tool_loop.max_steps:
+                        n = self.run_options.tool_loop.max_steps
                         self.state.note(
                             f"Stopped after {n} requests (max_steps={n}): the model still asked for tools, "
                             "which were not run."
@@ -155,11 +178,11 @@ class Stream:
             batches = pump(
                 self.source,
                 self.state,
+                self.run_options,
+                target=self._target,
                 notify=self.notify,
-                record=self._target,
                 part=part,
                 badge_shown=self._badge_shown,
-                pause=self.pause,
                 until=until,
             )
             try:
@@ -201,7 +224,11 @@ class Stream:
 
         try:
             results = await run_calls(
-                asked.tool_calls, source.request.tools, self.tool_loop, changed=changed, redact=source.redact
+                asked.tool_calls,
+                source.request.tools,
+                self.run_options.tool_loop,
+                changed=changed,
+                redact=source.redact,
             )
         except anyio.get_cancelled_exc_class():
             waiting.close(cancelled=True, now=time.monotonic())
@@ -220,24 +247,26 @@ class Stream:
 async def pump(
     source: Source,
     state: StreamState,
+    run: Optional[RunOptions] = None,
     *,
+    target: Optional[RecordTarget] = None,
     notify: Optional[Notify] = None,
-    record: Union[PathLike, RecordTarget, None] = None,
     part: int = 1,
     badge_shown: bool = False,
-    pause: Pause = PAUSE,
     until: Optional[float] = None,
 ) -> AsyncGenerator[Sequence[Event], None]:
     """Stream one part of an answer from `source` into `state`, yielding each batch of events.
 
-    `record` writes the part into a recording (part 1 starts the file, later parts are appended;
-    a path is checked here, a stream's `RecordTarget` when the stream was made: `net._recording`);
-    `badge_shown` says a view shows where the answer comes from, so an offline stand-in needs no
-    warning in the state; `pause` bounds how often a network read wakes while the part flows (the
-    view's frame pace, or longer when nobody watches); `until` is when the answer's deadline
-    passes (on the loop's clock; default: `deadline=` from now). Provider and network failures
-    never raise: they are in the state.
+    `run` is what the run carries (`RunOptions`): its `record` path gets the part (part 1 starts
+    the file, later parts are appended; the path is checked here, unless the stream checked it
+    when it was made and hands its `target`: `net._recording`), and its `pause` bounds how often
+    a network read wakes while the part flows (the view's frame pace, or longer when nobody
+    watches); `badge_shown` says a view shows where the answer comes from, so an offline
+    stand-in needs no warning in the state; `until` is when the answer's deadline passes (on the
+    loop's clock; default: `deadline=` from now). Provider and network failures never raise:
+    they are in the state.
     """
+    run = run if run is not None else RunOptions()
     source = source.resolved()  # the embedded provider starts here, when a stream starts
     source.stamp(state)
     redactor = source.redactor()
@@ -247,13 +276,15 @@ async def pump(
     feed.begin()
     if source.stand_in and not badge_shown:
         yield feed.push([Problem(source.stand_in)])
-    target = record if isinstance(record, RecordTarget) or record is None else RecordTarget(record, adopt=part > 1)
+    if target is None and run.record is not None:
+        target = RecordTarget(run.record, adopt=part > 1)
     recorder = (
         target.recorder(source.recording_meta(), part=part, carried=state.text_length, redactor=redactor)
         if target is not None
         else None
     )
-    items = source.items(feed, recorder, pause)
+    context = SourceContext(feed, recorder, run.pause)
+    items = source.items(context)
     limits = source.limits
     end = until if until is not None else None if limits.deadline is None else anyio.current_time() + limits.deadline
     if end is not None:
@@ -264,7 +295,7 @@ async def pump(
         async for item in items:
             if recorder is not None and isinstance(item, bytes):
                 recorder.chunk(item)
-            for piece in slices(item):
+            for piece in _pieces(context, item):
                 events = feed.push(piece)
                 if events:
                     yield events
@@ -277,6 +308,18 @@ async def pump(
                     handed_back = time.perf_counter()
             if state.terminated or state.done:
                 break
+        else:  # the items ran out: what the source said last, and the terminator its own end stands for
+            for said in context.said():
+                events = feed.push(said)
+                if events:
+                    yield events
+            implied = feed.implied_end() if context.reached_end else None
+            if implied is not None:
+                if recorder is not None:
+                    recorder.chunk(implied)  # a replay of the recording ends as the stream did
+                events = feed.push(implied)
+                if events:
+                    yield events
         # The state is closed now, so the view says so, before the source is let go.
         closing = feed.end(source.ended)
     except anyio.get_cancelled_exc_class():
@@ -295,6 +338,13 @@ async def pump(
             recorder.close(state)
     if closing:
         yield closing
+
+
+def _pieces(context: SourceContext, item: Item) -> Iterable[Item]:
+    """What the feed takes for one item: the events the source said beside its items since the
+    last one (`SourceContext.say`), then the item in slices."""
+    yield from context.said()
+    yield from slices(item)
 
 
 async def _let_go(items: AsyncIterator[Item], feed: Feed, source: Source) -> None:

@@ -21,11 +21,12 @@ the events, and neither bounds the bytes:
   again. A pause only ever delays bytes that arrived right after the previous read. A sink that
   nobody watches (`arun()`, `run()` with no `notify`) wants only the end, and takes
   `UNWATCHED_PAUSE` instead: a quarter of the wake-ups, the same bytes; a cancel or the deadline
-  still ends any pause at once. A view's reads follow its frames (`Pause` may be a function,
-  asked before each pause): a fast answer is drawn a few times a second (each frame costs more
-  than the text it carries, `widgets._scheduler.Pace`), and reads between two frames are wake-ups
-  that nobody sees, so the view's pause lasts until just before its next frame, from `PAUSE` to
-  `UNWATCHED_PAUSE`.
+  still ends any pause at once. A view's reads follow its frames: a fast answer is drawn a few
+  times a second (each frame costs more than the text it carries, `widgets._scheduler.Pace`),
+  and reads between two frames are wake-ups that nobody sees, so the view's pause lasts until
+  just before its next frame, from `PAUSE` to `UNWATCHED_PAUSE`. The pause comes with the run
+  (`net._pipeline.RunOptions.pause`), made by the sink: a number, or a function asked once before
+  each paced read (a view's, `widgets._handle.frame_pause`); this layer knows no view.
 - **Merging the chunks of a read** (`core._chunked.Reframer`): h11 gets the chunks of each read
   as one, so it, httpcore, httpx and the feed do one step per read.
 
@@ -137,8 +138,10 @@ class Pacer:
             pause = min(pause, self._room / 4 / self._rate)
         return pause if pause >= MIN_PAUSE else 0.0
 
-    async def wait(self) -> None:
-        pause = self.next_pause()
+    async def wait(self, pause: Optional[float] = None) -> None:
+        """Pause before a read, for `pause` seconds (`next_pause()` when not given)."""
+        if pause is None:
+            pause = self.next_pause()
         if pause:
             self.pauses += 1
             await anyio.sleep(pause)
@@ -178,9 +181,10 @@ class GulpStream(httpcore.AsyncNetworkStream):
         while True:
             pacer = self.pacer
             if pacer is not None:
-                if not self._grown and pacer.next_pause():
+                pause = pacer.next_pause()  # the sink's pause is asked once per read
+                if pause and not self._grown:
                     self._grow()
-                await pacer.wait()
+                await pacer.wait(pause)
             started = self._clock()
             data = await self._stream.read(asked, timeout)
             if pacer is not None:

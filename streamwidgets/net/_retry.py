@@ -12,9 +12,10 @@ waited for: the error is shown at once.
 Never after the first byte of a stream: a retry then would bill and show the text twice. A stream
 that breaks after it started ends as it does today, with the partial answer and Continue.
 
-The policy (`RetryPolicy.delay`, `wait_hint`) is pure; `retrying()` is the async loop the client
-puts around its response reader. While it waits, `state.retry` says why and until when, and the
-view counts down; Cancel during the wait is `task.cancel()` as ever, and ends it at once.
+The policy (`RetryPolicy.delay`, `wait_hint`) is pure; `retrying()` is the async loop a live
+source puts around its response reader. While it waits it reports the countdown through the
+source's context (`SourceContext.retrying`: the state says why and until when, and the view
+counts down); Cancel during the wait is `task.cancel()` as ever, and ends it at once.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..core._errors import spent
 from ..core._events import ErrorEvent
 from ..core._feed import Item
-from ..core._state import RetryNote, StreamState
+from ..core._state import RetryNote
+
+if TYPE_CHECKING:
+    from ._sources import SourceContext
 
 __all__ = ["DEFAULT_RETRIES", "RetryPolicy", "RetryNote", "retry_reason", "wait_hint", "retrying"]
 
@@ -165,24 +169,23 @@ def _rfc3339_wait(value: str, now: float) -> Optional[float]:
 async def retrying(
     attempt: Callable[[], AsyncIterator[Item]],
     policy: RetryPolicy,
-    state: StreamState,
+    context: SourceContext,
     *,
-    notify: Callable[[], None],
-    restart: Optional[Callable[[], None]] = None,
     clock: Callable[[], float] = time.monotonic,
     rng: Callable[[], float] = random.random,
 ) -> AsyncGenerator[Item, None]:
     """The items of the first try that is not turned away, or of the last one.
 
     `attempt()` opens one try (the client's response reader). A try whose first item is a
-    retryable error (and nothing else came before it) is closed, `state.retry` counts down, and
-    after the wait a new try begins — the state's clock restarts, so that time to first token is
-    the model's, not the queue's. `restart()` forgets what a recorder wrote of the refused try.
+    retryable error (and nothing else came before it) is closed, the countdown goes to the
+    source's `context` (`retrying`), and after the wait a new try begins (`restarted`: the
+    state's clock starts again, so that time to first token is the model's, not the queue's, and
+    a recording forgets the refused try).
     """
     import anyio  # the async edge only: the policy above needs no event loop
 
     tries = 1
-    since = state.started_at  # the first try's; each later try restarts the state's clock
+    since = context.started_at  # the first try's; each later try restarts the state's clock
     while True:
         items = attempt()
         try:
@@ -206,12 +209,10 @@ async def retrying(
             await aclose()
         assert isinstance(error, ErrorEvent)
         reason = retry_reason(error) or "turned away"
-        state.retrying(RetryNote(tries=tries, until=clock() + wait, reason=reason, retries=policy.retries, since=since))
-        notify()
+        context.retrying(
+            RetryNote(tries=tries, until=clock() + wait, reason=reason, retries=policy.retries, since=since)
+        )
         await anyio.sleep(wait)
         tries += 1
-        if restart is not None:
-            restart()
-        state.begin(clock())
-        state.retrying(RetryNote(tries=tries, until=None, reason=reason, retries=policy.retries, since=since))
-        notify()
+        context.restarted()
+        context.retrying(RetryNote(tries=tries, until=None, reason=reason, retries=policy.retries, since=since))

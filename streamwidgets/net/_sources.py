@@ -8,26 +8,28 @@ recording, Continue, the end rules — reaches every source and every sink at on
 
 A source knows how to open its items (bytes per network read, or ready-made events), how to label
 a view before the stream names its model, how to redact what it shows, and what its next part is
-(Continue: a live source asks again; a recording plays the part it recorded next).
+(Continue: a live source asks again; a recording plays the part it recorded next). While it hands
+out its items it sees only a `SourceContext`, never the feed: the few things it reports beside
+its items go through it, and the feed loop decides what they become in the state.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import httpx
 
 from ..core import _formatting as formatting
-from ..core._events import ErrorEvent, Problem
+from ..core._events import ErrorEvent, Event, Problem, Started
 from ..core._feed import Feed, Item
-from ..core._limits import DEFAULT_LIMITS, Limits
+from ..core._limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
 from ..core._providers import CUSTOM
 from ..core._recordings import RECORDING_ENDED, PathLike, Recording, as_recording
 from ..core._redact import Redactor
-from ..core._state import Origin, StreamState
+from ..core._state import Origin, RetryNote, StreamState
 from ..core.dialects import Normalizer
 from ._reads import PAUSE, Pause
 from ._recording import Recorder, paced, timed_items
@@ -36,21 +38,80 @@ from ._retry import RetryPolicy, retrying
 from ._sdk import sdk_error, sdk_items, sdk_provider
 from ._transport import http_client, response_items
 
-__all__ = ["Source", "Live", "Replay", "Sdk", "Labels", "as_source", "replay", "sdk", "LIMIT_OPTIONS"]
+if TYPE_CHECKING:
+    from ..core.dialects import WholeBody
+
+__all__ = ["Source", "SourceContext", "Live", "Replay", "Sdk", "Labels", "as_source", "replay", "sdk"]
 
 #: What a tool step's next part starts with after the answer so far (a new paragraph).
 TOOL_STEP_BREAK = "\n\n"
+#: The longest lesson label taken from the demo's `X-Demo-Script` header.
+SCRIPT_LABEL_CHARS = 60
 
-#: The keywords that bound any stream, whatever its source (`limits.Limits`).
-LIMIT_OPTIONS = ("deadline", "max_answer_chars", "max_event_chars", "max_tool_calls", "max_citations", "max_warnings")
-_LIMIT_FIELDS = {
-    "deadline": "deadline",
-    "max_answer_chars": "answer_chars",
-    "max_event_chars": "event_chars",
-    "max_tool_calls": "tool_calls",
-    "max_citations": "citations",
-    "max_warnings": "warnings",
-}
+
+class SourceContext:
+    """What a source gets while it hands out its items: a small view of the part, never its feed.
+
+    A source reads through it the run's read pause (`pause`, for network reads: `_reads.Pacer`),
+    when the request was sent (`started_at`), and the dialect reader for a body that comes whole
+    (`read_whole_body`); and it reports what is no item: a retry's countdown (`retrying`, and
+    `restarted` when the next try is sent), a refused try's status and body for a recording
+    (`record_response`), events learned beside the items (`say`: the lesson the demo names in a
+    header), and that it reached its own end (`ended`: a reader such as an SDK may have
+    swallowed the terminator on the way). The feed loop (`_pipeline.pump`) makes one per part and
+    decides what each report becomes: the state's retry note, events folded before the next
+    item, the dialect's terminator (`Feed.implied_end`).
+    """
+
+    def __init__(self, feed: Feed, recorder: Optional[Recorder] = None, pause: Pause = PAUSE) -> None:
+        self._feed = feed
+        self._recorder = recorder
+        #: How long a network read may wait while the answer flows (the run's, `RunOptions.pause`).
+        self.pause = pause
+        self._said: list[Sequence[Event]] = []
+        #: The source reached its own end (`ended()`), not a break, a limit or a cancel.
+        self.reached_end = False
+
+    @property
+    def started_at(self) -> Optional[float]:
+        """When the request was sent, on the feed's clock (the first try's, until a retry sends
+        it again)."""
+        return self._feed.state.started_at
+
+    def retrying(self, note: RetryNote) -> None:
+        """A try was turned away and the next one waits (or begins): the countdown to show."""
+        self._feed.retrying(note)
+
+    def restarted(self) -> None:
+        """The next try is sent now: time to first token counts from here, and a recording forgets
+        the refused try."""
+        if self._recorder is not None:
+            self._recorder.restart()
+        self._feed.begin()
+
+    def record_response(self, status: int, body: bytes) -> None:
+        """The status and (redacted) body of a non-2xx answer, for a recording of the stream."""
+        if self._recorder is not None:
+            self._recorder.response(status, body)
+
+    def read_whole_body(self, body: bytes) -> WholeBody:
+        """A body that is no event stream (a whole JSON answer), read by the stream's dialect."""
+        return self._feed.normalizer.read_whole_body(body)
+
+    def say(self, *events: Event) -> None:
+        """Events the source learned beside its items (a response's headers): folded into the
+        state, and handed to a sink that takes events, before the next item."""
+        if events:
+            self._said.append(events)
+
+    def ended(self) -> None:
+        """The source ran out of items at its own end (an SDK stream that finished)."""
+        self.reached_end = True
+
+    def said(self) -> list[Sequence[Event]]:
+        """What `say()` was told since the last call (the feed loop takes it)."""
+        said, self._said = self._said, []
+        return said
 
 
 @dataclass(frozen=True)
@@ -106,9 +167,9 @@ class Source:
         bytes; None when it has no key."""
         return None
 
-    def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
-        """What the feed loop reads: bytes, or events. `pause` bounds how often a network read
-        wakes while the stream flows (`net._reads.Pacer`): a source with no network ignores it."""
+    def items(self, context: SourceContext) -> AsyncIterator[Item]:
+        """What the feed loop reads: bytes, or events. `context` is what the source may read and
+        report meanwhile (`SourceContext`); a source with no network ignores its pause."""
         raise NotImplementedError
 
     def describe(self, exc: Exception) -> ErrorEvent:
@@ -123,14 +184,15 @@ class Source:
         """The answer so far as this source's part starts from it (None: all of `state.text`)."""
         return None
 
-    def bounded(self, **options: Any) -> Source:
-        """This source with other limits (`deadline=`, `max_answer_chars=`, ...)."""
-        unknown = sorted(set(options) - set(_LIMIT_FIELDS))
+    def bounded(self, limits: Optional[Limits] = None, **options: Any) -> Source:
+        """This source within `limits` (default: its own), with the limits named in `options`
+        changed (`deadline=`, `max_answer_chars=`, ...: the fields of `Limits`)."""
+        unknown = sorted(set(options) - set(LIMIT_NAMES))
         if unknown:
             raise TypeError(_not_an_option(self, unknown))
-        if not options:
+        if limits is None and not options:
             return self
-        return self._with_limits(replace(self.limits, **{_LIMIT_FIELDS[k]: v for k, v in options.items()}))
+        return self._with_limits(replace(limits if limits is not None else self.limits, **options))
 
     def _with_limits(self, limits: Limits) -> Source:
         raise NotImplementedError
@@ -199,7 +261,7 @@ class Live(Source):
     def redactor(self) -> Optional[Redactor]:
         return self.request.redactor or None
 
-    async def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
+    async def items(self, context: SourceContext) -> AsyncIterator[Item]:
         request = self.request
         if request.local and request.base_url is None:
             try:
@@ -209,13 +271,17 @@ class Live(Source):
                 return
             if (request.tools or "tools" in request.params) and not model.supports_tools:
                 yield [Problem(formatting.local_no_tools(model.weights.title))]
+
+        def heard(headers: httpx.Headers) -> None:
+            # The scripted demo — embedded, or served on a port for a class — read no question: it
+            # names the lesson that answers (`X-Demo-Script`), so that the view can say so.
+            script = headers.get("x-demo-script")
+            if script:
+                context.say(Started(script=script[:SCRIPT_LABEL_CHARS]))
+
         async with http_client(request) as http:
             tries = retrying(
-                lambda: response_items(http, request, feed.normalizer, recorder, pause),
-                RetryPolicy(request.retries),
-                feed.state,
-                notify=feed.notify,
-                restart=recorder.restart if recorder is not None else None,
+                lambda: response_items(http, request, context, heard=heard), RetryPolicy(request.retries), context
             )
             try:
                 async for item in tries:
@@ -280,7 +346,7 @@ class Replay(Source):
         state.provider = state.provider or labels.provider or "replay"
         state.origin = state.origin or "replay"
 
-    def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
+    def items(self, context: SourceContext) -> AsyncIterator[Item]:
         what: Union[Recording, bytes] = self.recording if self.recording is not None else (self.body or b"")
         _, items = timed_items(what, self.tokens_per_second)
         return paced(items, self.speed)
@@ -326,13 +392,12 @@ class Sdk(Source):
         state.provider = state.provider or self.provider or sdk_provider(self.stream)
         state.origin = state.origin or "sdk"
 
-    async def items(self, feed: Feed, recorder: Optional[Recorder], pause: Pause = PAUSE) -> AsyncIterator[Item]:
+    async def items(self, context: SourceContext) -> AsyncIterator[Item]:
         async for data in sdk_items(self.stream):
             yield data
-        # The SDKs swallow chat's `data: [DONE]`: a chat stream the SDK finished after a finish
-        # reason had it, so it is given back — to the state, and to a recording of the stream.
-        if feed.normalizer.dialect_name == "chat" and feed.state.finish_reason is not None:
-            yield b"data: [DONE]\n\n"
+        # The SDKs swallow chat's `data: [DONE]`: the SDK's own end stands for it, and the feed
+        # loop gives it back (`Feed.implied_end`) — to the state, and to a recording of the stream.
+        context.ended()
 
     def describe(self, exc: Exception) -> ErrorEvent:
         return sdk_error(exc)
@@ -382,18 +447,23 @@ def sdk(stream: Any, *, provider: Optional[str] = None, model: Optional[str] = N
     return Sdk(stream, provider=provider, model=model, api=api)
 
 
-def as_source(what: Union[Source, StreamRequest, Prompt], **options: Any) -> Source:
-    """Any sink's first argument as a source: a source as it is (with `options` as its limits), a
-    ready request, or a prompt (a string or a list of messages) and the options of `make_request`."""
+def as_source(what: Union[Source, StreamRequest, Prompt], *, limits: Optional[Limits] = None, **options: Any) -> Source:
+    """Any sink's first argument as a source: a source as it is, a ready request, or a prompt (a
+    string or a list of messages) and the options of `make_request`. `limits` bounds it (a
+    source's own limits, or the request's defaults, when None), with the limits named in
+    `options` (`deadline=`, `max_answer_chars=`...) changed; a source takes no other option, and a
+    ready request none at all."""
     if isinstance(what, Source):
-        return what.bounded(**options)
+        return what.bounded(limits, **options)
     if isinstance(what, StreamRequest):
-        if options:
-            raise TypeError(
-                f"{', '.join(sorted(options))}: a ready request carries its options; pass them to make_request()"
-            )
+        if options or limits is not None:
+            named = sorted([*options, *(["limits"] if limits is not None else [])])
+            raise TypeError(f"{', '.join(named)}: a ready request carries its options; pass them to make_request()")
         return Live(what)
-    return Live(make_request(what, **options))
+    if limits is None:
+        return Live(make_request(what, **options))
+    changed = {name: options.pop(name) for name in LIMIT_NAMES if name in options}
+    return Live(make_request(what, **options)).bounded(limits, **changed)
 
 
 def script_note(state: StreamState) -> Optional[str]:
@@ -427,6 +497,6 @@ def provider_label(request: StreamRequest) -> str:
 def _not_an_option(source: Source, unknown: list[str]) -> str:
     kind = type(source).__name__.lower()
     return (
-        f"{', '.join(unknown)}: not an option of a {kind} source (it takes {', '.join(LIMIT_OPTIONS)}); "
+        f"{', '.join(unknown)}: not an option of a {kind} source (it takes limits, {', '.join(LIMIT_NAMES)}); "
         "request options go with a prompt"
     )

@@ -21,7 +21,7 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import anyio
@@ -33,14 +33,12 @@ from ..core._state import ToolCall
 from ..core._tools import DECLINED, MAX_ARGUMENT_CHARS, Tool, ToolInputError, ToolResult, encode_result
 from ..core.dialects._request import CallResult
 
-__all__ = ["ToolLoop", "run_calls", "DEFAULT_MAX_STEPS", "DEFAULT_TOOL_TIMEOUT", "tool_loop", "TOOL_OPTIONS"]
+__all__ = ["ToolLoop", "run_calls", "DEFAULT_MAX_STEPS", "DEFAULT_TOOL_TIMEOUT", "Confirm"]
 
 #: Requests to the model in one answer, tool steps included; then the loop stops and says so.
 DEFAULT_MAX_STEPS = 8
 #: Seconds one call may run before it counts as failed (its result says it timed out).
 DEFAULT_TOOL_TIMEOUT = 30.0
-#: The sink keywords that shape the loop (the tools themselves go with the request).
-TOOL_OPTIONS = ("max_steps", "tool_timeout", "confirm")
 
 #: Asks the person whether to run a call: True to run it, False to skip it.
 Confirm = Callable[[ToolCall], Awaitable[bool]]
@@ -61,24 +59,18 @@ class ToolLoop:
         if not self.timeout > 0:
             raise ValueError("tool_timeout is seconds per tool call: more than 0")
 
+    def asking(self, ask: Optional[Confirm]) -> ToolLoop:
+        """This loop, asking `ask` (a view's Run / Skip) before each call: `confirm=True`.
 
-def tool_loop(options: dict[str, Any], *, confirm: Optional[Confirm] = None) -> ToolLoop:
-    """Take the loop's keywords out of a sink's `options` (the rest go to the request).
-
-    `confirm=True` needs someone to click: a sink without a view passes no `confirm` callback,
-    and asking for it there is an error rather than a silent yes or no.
-    """
-    asked = options.pop("confirm", False)
-    if asked and confirm is None:
-        raise ValueError(
-            "confirm=True shows Run / Skip buttons, so it needs a view: use show() in a notebook "
-            "(headless, the tools run without asking; leave confirm off)"
-        )
-    return ToolLoop(
-        max_steps=options.pop("max_steps", DEFAULT_MAX_STEPS),
-        timeout=options.pop("tool_timeout", DEFAULT_TOOL_TIMEOUT),
-        confirm=confirm if asked else None,
-    )
+        It needs someone to click: a sink with no view has nothing to ask (None), and asking for
+        it there is an error rather than a silent yes or no.
+        """
+        if ask is None:
+            raise ValueError(
+                "confirm=True shows Run / Skip buttons, so it needs a notebook's view: use show() in a "
+                "notebook (in a script, a terminal or headless, the tools run without asking; leave confirm off)"
+            )
+        return replace(self, confirm=ask)
 
 
 async def run_calls(

@@ -4,7 +4,8 @@
 decoded, per network read (in gulps, `_reads.py`), or the events that stand for a failed request —
 a non-2xx status becomes a readable error before any SSE is parsed, a 2xx that is not an event
 stream is read whole. It raises `StreamBroke` when the stream breaks; leaving it (the terminator,
-a cancel) closes the response, and with it the connection, at once.
+a cancel) closes the response, and with it the connection, at once. It knows no provider's own
+headers: the headers of a stream go to the source that asked (`heard`), which says what they mean.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import ipaddress
 import logging
 import ssl
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
@@ -32,18 +33,18 @@ from ..core._errors import (
     stalled,
     summarize_body,
 )
-from ..core._events import ErrorEvent, Event, Problem, Started
+from ..core._events import ErrorEvent, Event, Problem
 from ..core._feed import Item, StreamBroke
 from ..core._redact import Redactor
 from ..core._sse import is_event_stream
-from ..core.dialects import WHOLE_BODY_LIMIT, Normalizer
+from ..core.dialects import WHOLE_BODY_LIMIT
 from ._decode import UndecodableBody, decoded
-from ._reads import PAUSE, GulpBackend, Pause, gulps
+from ._reads import GulpBackend, gulps
 from ._request import StreamRequest
 from ._retry import wait_hint
 
 if TYPE_CHECKING:
-    from ._recording import Recorder
+    from ._sources import SourceContext
 
 __all__ = ["GulpTransport", "environment_proxies", "gulp_client", "http_client", "response_items", "where"]
 
@@ -296,33 +297,33 @@ def where(request: StreamRequest) -> Where:
 async def response_items(
     http: httpx.AsyncClient,
     request: StreamRequest,
-    normalizer: Normalizer,
-    recorder: Optional[Recorder],
-    pause: Pause = PAUSE,
+    context: SourceContext,
+    *,
+    heard: Optional[Callable[[httpx.Headers], None]] = None,
 ) -> AsyncGenerator[Item, None]:
-    """The body's bytes per network read (paced by `pause`, `_reads.Pacer`), or the events that
-    stand for a failed request; raise `StreamBroke` when the stream breaks."""
+    """The body's bytes per network read (paced by the run's pause, `context.pause`, `_reads.Pacer`),
+    or the events that stand for a failed request; raise `StreamBroke` when the stream breaks.
+    `heard(headers)` is told the headers of a 2xx answer before its body is read; a non-2xx
+    answer goes to a recording of the stream (`context.record_response`)."""
     try:
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
                 body, cut = await _read_limited(response, request, _ERROR_BODY_LIMIT)
                 body = request.redact_bytes(body)
-                if recorder is not None:
-                    recorder.response(response.status_code, body)
+                context.record_response(response.status_code, body)
                 error = error_from_http(response.status_code, body, response.headers)
                 if error.retry_after is None:  # the provider's own reset headers or error fields
                     error.retry_after = wait_hint(response.headers, body)
                 yield [replace(error, message=f"{error.message} ({cut})") if cut else error]
                 return
-            script = response.headers.get("x-demo-script")
-            if script:  # the embedded demo says which scripted lesson answers (it read no question)
-                yield [Started(script=script[:60])]
+            if heard is not None:
+                heard(response.headers)
             content_type = response.headers.get("content-type", "")
             if not is_event_stream(content_type):
                 body, _ = await _read_limited(response, request, WHOLE_BODY_LIMIT)
-                yield _not_a_stream(normalizer, request.redact_bytes(body), content_type)
+                yield _not_a_stream(context, request.redact_bytes(body), content_type)
                 return
-            async for chunk in decoded(gulps(response, pause=pause), response.headers.get("content-encoding")):
+            async for chunk in decoded(gulps(response, pause=context.pause), response.headers.get("content-encoding")):
                 yield chunk
     except UndecodableBody as exc:
         raise StreamBroke(f"the body could not be read: {exc}.") from None
@@ -337,11 +338,11 @@ async def response_items(
         raise StreamBroke(request.redact(connection_closed(exc))) from None
 
 
-def _not_a_stream(normalizer: Normalizer, body: bytes, content_type: str) -> list[Event]:
+def _not_a_stream(context: SourceContext, body: bytes, content_type: str) -> list[Event]:
     """A 2xx that is not an event stream: a whole JSON answer or error (read as `parse()` reads
-    one, by the normalizer) — or a page, which is an error that names what arrived."""
+    one, by the stream's dialect reader) — or a page, which is an error that names what arrived."""
     what = content_type or "no content type"
-    whole = normalizer.read_whole_body(body)
+    whole = context.read_whole_body(body)
     if whole.events:
         return [Problem(f"expected an event stream but got {what}: {whole.looks_like}"), *whole.events]
     summary = summarize_body(body.decode("utf-8", "replace").strip()) or "an empty body"

@@ -22,17 +22,16 @@ from typing import Any, Optional
 from ..core._events import ErrorEvent
 from ..core._redact import scrub
 from ..core._state import StreamState
-from ..net._pipeline import Notify, PathLike, Stream
+from ..net._pipeline import Notify, RunOptions, Stream
 from ..net._reads import PAUSE, UNWATCHED_PAUSE
 from ..net._request import StreamRequest
 from ..net._sources import Live, Source
-from ..net._tool_runner import ToolLoop
 from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
 from ._scheduler import FrameScheduler
 from ._view import StreamView
 
-__all__ = ["StreamHandle", "cancel_all", "running"]
+__all__ = ["StreamHandle", "cancel_all", "running", "frame_pause"]
 
 logger = logging.getLogger("streamwidgets")
 
@@ -45,41 +44,51 @@ READ_AHEAD = 0.005
 _RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
 
 
+def frame_pause(scheduler: FrameScheduler, view: StreamView) -> Callable[[], float]:
+    """The read pause of a view's stream (`RunOptions.pause`), made once with its run: how long a
+    network read waits while the answer flows — until just before the view's next frame could
+    show it, at least `PAUSE`; a frame further away than `UNWATCHED_PAUSE` is reached in equal
+    pauses no longer than that, the last one ending just before it (`net._reads`). The network
+    layer only calls it; it never looks for a view."""
+
+    def pause() -> float:
+        ahead = scheduler.next_frame_in(view) - READ_AHEAD
+        if ahead <= PAUSE:
+            return PAUSE
+        return ahead / math.ceil(ahead / UNWATCHED_PAUSE)
+
+    return pause
+
+
 class StreamHandle:
     """One answer streaming in the background. Returned by `show()` at once.
 
     `await handle` gives the final `StreamState`; `handle.state` is the live one; `cancel()`
     stops it and closes the connection. After a Continue, the handle follows the new part.
+
+    `run` is what the run carries (`RunOptions`; by default, a view's reads follow its frames,
+    `frame_pause`); `confirm=True` makes its tool loop ask the view's Run / Skip before each call.
     """
 
     def __init__(
         self,
         source: Source,
+        run: Optional[RunOptions] = None,
         *,
         view: Optional[StreamView] = None,
         scheduler: Optional[FrameScheduler] = None,
         notify: Optional[Notify] = None,
-        record: Optional[PathLike] = None,
-        parts: int = 1,
-        tools: Optional[ToolLoop] = None,
         confirm: bool = False,
     ) -> None:
         if view is not None and scheduler is None:
             raise ValueError("a view needs the scheduler that draws it")
-        loop = tools or ToolLoop()
+        if run is None:
+            run = RunOptions(
+                pause=frame_pause(scheduler, view) if view is not None and scheduler is not None else PAUSE
+            )
         if confirm:
-            if view is None:
-                raise ValueError("confirm=True shows Run / Skip buttons, so it needs a view: use show() in a notebook")
-            loop = replace(loop, confirm=view.confirm)
-        self.stream = stream = Stream(
-            source,
-            notify=self._notify,
-            record=record,
-            parts=parts,
-            badge_shown=view is not None,
-            tools=loop,
-            pause=self._pause,
-        )
+            run = replace(run, tool_loop=run.tool_loop.asking(view.confirm if view is not None else None))
+        self.stream = stream = Stream(source, run, notify=self._notify, badge_shown=view is not None)
         self._view = view
         self._scheduler = scheduler
         self._extra_notify = notify
@@ -215,19 +224,6 @@ class StreamHandle:
         name = f"streamwidgets {self.state.model or ''}".strip()
         self._task = loop.create_task(self._run(), name=name)
         _RUNNING.setdefault(loop, set()).add(self)
-
-    def _pause(self) -> float:
-        """How long a network read waits while the answer flows: until just before the view's
-        next frame could show it, at least `PAUSE`; a frame further away than `UNWATCHED_PAUSE`
-        is reached in equal pauses no longer than that, the last one ending just before it
-        (`net._reads`)."""
-        if self._view is None:
-            return PAUSE
-        assert self._scheduler is not None
-        ahead = self._scheduler.next_frame_in(self._view) - READ_AHEAD
-        if ahead <= PAUSE:
-            return PAUSE
-        return ahead / math.ceil(ahead / UNWATCHED_PAUSE)
 
     def _notify(self) -> None:
         if self._view is not None:

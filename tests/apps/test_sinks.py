@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import io
 import json
+import pydoc
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,10 +26,12 @@ import pytest
 
 import streamwidgets as sw
 from streamwidgets.core import StreamState
-from streamwidgets.core._events import TextDelta
-from streamwidgets.net import as_source
+from streamwidgets.core._events import Started, TextDelta
+from streamwidgets.core._limits import Limits
+from streamwidgets.net import RunOptions, Source, SourceContext, as_source
 from streamwidgets.server import DemoServer
 from streamwidgets.widgets import StreamHandle, scheduler_for
+from streamwidgets.widgets._handle import frame_pause
 from streamwidgets.widgets._view import view_for
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
@@ -66,7 +70,9 @@ async def via_terminal(source: Any, **options: Any) -> StreamState:
 async def via_view(source: Any, record: Any = None, parts: int = 1, **options: Any) -> StreamState:
     chosen = as_source(source, **options)
     view = view_for(chosen)
-    handle = StreamHandle(chosen, view=view, scheduler=scheduler_for(), record=record, parts=parts)
+    scheduler = scheduler_for()
+    run = RunOptions(record=record, parts=parts, pause=frame_pause(scheduler, view))
+    handle = StreamHandle(chosen, run, view=view, scheduler=scheduler)
     state = await handle
     assert view.answer.text == state.text  # the view drew the final state
     return state
@@ -227,7 +233,9 @@ def test_continue_from_any_sink_records_and_logs_every_part(sink, demo_server, r
     async def main() -> StreamState:
         if sink == "view":
             chosen = as_source(PROMPT, **options)
-            handle = StreamHandle(chosen, view=view_for(chosen), scheduler=scheduler_for(), record=record, parts=2)
+            handle = StreamHandle(
+                chosen, RunOptions(record=record, parts=2), view=view_for(chosen), scheduler=scheduler_for()
+            )
             from streamwidgets.apps._classlog import log_parts
 
             log_parts(handle.stream, log)
@@ -303,3 +311,111 @@ def test_the_text_of_an_unfinished_answer_comes_with_a_hint(demo_server):
 
     said, partial = asyncio.run(main())
     assert len(said) == 1 and partial
+
+
+# ----------------------------------------------------------------------------- the keywords
+
+
+SINK_FUNCTIONS = {"show": sw.show, "arun": sw.arun, "run": sw.run, "astream": sw.astream, "compare": sw.compare}
+
+
+@pytest.mark.parametrize("name", list(SINK_FUNCTIONS))
+def test_every_sink_lists_its_keywords_in_its_signature(name):
+    """`help(sw.show)` and an editor show every keyword: only the body fields are `**params`."""
+    from streamwidgets.apps._keywords import REQUEST_KEYWORDS
+    from streamwidgets.core._limits import LIMIT_NAMES
+
+    parameters = inspect.signature(SINK_FUNCTIONS[name]).parameters
+    listed = {
+        *REQUEST_KEYWORDS,
+        "limits",
+        *LIMIT_NAMES,
+        "max_steps",
+        "tool_timeout",
+        "confirm",
+        "record",
+        "log",
+        "parts",
+    }
+    assert listed <= set(parameters), sorted(listed - set(parameters))
+    assert [p.name for p in parameters.values() if p.kind is p.VAR_KEYWORD] == ["params"]
+    shown = pydoc.render_doc(SINK_FUNCTIONS[name], renderer=pydoc.plaintext)
+    assert "max_answer_chars" in shown and "limits" in shown and "stall_timeout" in shown
+    if name in ("show", "compare"):
+        assert {"max_fps", "scale", "display"} <= set(parameters)
+
+
+@pytest.mark.parametrize("name", list(SINK_FUNCTIONS))
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("recrod", "record"), ("sytem", "system"), ("max_answer_char", "max_answer_chars"), ("limts", "limits")],
+)
+def test_a_misspelled_keyword_of_a_sink_is_a_type_error_that_names_it(name, typo, meant):
+    with pytest.raises(TypeError, match=f"unknown option {typo}=: did you mean {meant}=\\?"):
+        SINK_FUNCTIONS[name]("hi", **{typo: 1})
+
+
+def test_another_sinks_keyword_is_a_type_error_and_a_body_field_s_typo_still_the_request_s(demo_server):
+    with pytest.raises(TypeError, match=r"arun\(\) got an unexpected keyword argument 'max_fps'"):
+        sw.arun("hi", max_fps=10)  # it used to reach the request's body
+    with pytest.raises(TypeError, match=r"show\(\) got an unexpected keyword argument 'raise_on_error'"):
+        sw.show("hi", raise_on_error=True)
+    with pytest.raises(ValueError, match=r"unknown option temprature=: did you mean temperature=\?"):
+        sw.run("hi", model="demo", base_url=demo_server.base_url, temprature=0.2)
+
+
+def test_the_limits_are_one_value_and_each_limit_one_keyword_of_the_same_name(demo_server, recordings):
+    """`limits=Limits(...)` and the flat keywords are one spelling: a keyword changes its field."""
+    options = {"model": "demo-long", "base_url": demo_server.base_url, "demo": {**FAST, "tokens": 3000}}
+    state = sw.run(PROMPT, limits=Limits(max_answer_chars=300, deadline=60), **options)
+    assert state.status == "incomplete" and state.text_length == 300 and "max_answer_chars=" in state.message
+    state = sw.run(PROMPT, limits=Limits(max_answer_chars=300), max_answer_chars=200, **options)
+    assert state.text_length == 200
+    replayed = as_source(sw.replay(recordings["long"]), limits=Limits(max_answer_chars=300, deadline=60), deadline=9)
+    assert replayed.limits == Limits(max_answer_chars=300, deadline=9)
+    with pytest.raises(TypeError, match=r"limits= is a Limits\(\.\.\.\)"):
+        sw.run(PROMPT, limits={"max_answer_chars": 10}, **options)
+    with pytest.raises(TypeError, match="a ready request carries its options"):
+        as_source(sw.make_request(PROMPT, **options), limits=Limits())
+
+
+# ----------------------------------------------------------------------------- what a source sees
+
+
+class _Says(Source):
+    """A source that reports beside its items: an event learned outside them, then its own end
+    after a chat answer whose `[DONE]` a reader swallowed (as an SDK does)."""
+
+    def __init__(self) -> None:
+        self.context: Any = None
+
+    async def items(self, context: SourceContext) -> Any:
+        self.context = context
+        context.say(Started(script="a lesson"))
+        yield b'data: {"choices": [{"index": 0, "delta": {"content": "Hi"}}]}\n\n'
+        yield b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+        context.ended()
+
+
+def test_a_source_reports_through_its_context_and_its_own_end_stands_for_the_terminator(tmp_path):
+    source = _Says()
+    path = tmp_path / "says.jsonl"
+
+    async def main() -> tuple[list[Any], StreamState]:
+        async with sw.astream(source, record=path) as events:
+            seen = [event async for event in events]
+        return seen, events.state
+
+    seen, state = asyncio.run(main())
+    assert isinstance(source.context, SourceContext) and not hasattr(source.context, "state")
+    assert type(seen[0]).__name__ == "Started" and state.script == "a lesson"  # before the first item
+    assert (state.status, state.text, state.finish) == ("complete", "Hi", "stop")
+    assert sw.parse(path).status == "complete"  # the recording holds the terminator too
+
+
+def test_the_transport_knows_no_provider_s_own_header():
+    """The demo's `X-Demo-Script` is read by the live source (`Live.items`), not by the transport."""
+    from streamwidgets.net import _sources, _transport
+
+    assert "x-demo-script" not in inspect.getsource(_transport).lower()
+    assert "x-demo-script" in inspect.getsource(_sources.Live.items).lower()

@@ -9,6 +9,7 @@ warning that says what happened, and memory and work bounded.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -18,7 +19,7 @@ from streamwidgets.core import _formatting as formatting
 from streamwidgets.core import _json
 from streamwidgets.core._events import Citation, CitationsFound, Problem, ReasoningDelta, TextDelta, ToolCallDelta
 from streamwidgets.core._feed import Feed
-from streamwidgets.core._limits import FIELD_CHARS, Limits
+from streamwidgets.core._limits import DEFAULT_LIMITS, FIELD_CHARS, Limits
 from streamwidgets.core._sse import ServerSentEvent, SSEDecoder
 from streamwidgets.core._state import PIECES, StreamState, ToolCall
 from streamwidgets.core.dialects import MessagesDialect, Normalizer, ResponsesDialect
@@ -194,7 +195,7 @@ def feed_events(events: list, limits: Limits, state: StreamState | None = None) 
 def test_tool_call_arguments_are_cut_at_the_answer_limit():
     big = "x" * 1500
     events = [ToolCallDelta(i, f"c{i}", "f", big) for i in range(4)]
-    state = feed_events(events, Limits(answer_chars=4000))
+    state = feed_events(events, Limits(max_answer_chars=4000))
     assert state.output_length == 4000
     assert [c.arguments_length for c in state.tool_calls] == [1500, 1500, 1000]
     assert state.tool_calls[2].arguments == "x" * 1000
@@ -231,7 +232,7 @@ def test_tool_arguments_past_the_default_limit_through_parse():
 def test_tool_calls_past_their_limit_are_refused_with_one_warning_and_the_stream_goes_on():
     events = [ToolCallDelta(("auto", i), f"c{i}", "f", "{}") for i in range(30)]
     events += [ToolCallDelta(("auto", 29), arguments="more"), TextDelta("after")]
-    state = feed_events(events, Limits(tool_calls=10))
+    state = feed_events(events, Limits(max_tool_calls=10))
     assert len(state.tool_calls) == 10 and [c.id for c in state.tool_calls] == [f"c{i}" for i in range(10)]
     assert state.tool_calls.arguments_length == 20, "a refused call's fragments are not counted"
     assert state.text == "after"
@@ -250,7 +251,7 @@ def test_citations_past_their_limit_are_refused_with_one_warning():
     events.append(
         CitationsFound((Citation("https://e.org/0", "again"), Citation("https://x.org/" + "u" * FIELD_CHARS)))
     )
-    state = feed_events(events, Limits(citations=10))
+    state = feed_events(events, Limits(max_citations=10))
     assert [c.url for c in state.citations] == [f"https://e.org/{i}" for i in range(10)]
     assert said(state, "max_citations=") == 1
     following = state.next_part()
@@ -265,12 +266,22 @@ def test_a_url_longer_than_a_field_is_refused():
 
 
 def test_the_new_limits_are_checked_and_reach_every_request():
-    for bad in ({"tool_calls": 0}, {"citations": 1.5}, {"tool_calls": True}):
+    for bad in ({"max_tool_calls": 0}, {"max_citations": 1.5}, {"max_tool_calls": True}):
         with pytest.raises(ValueError, match="limit must be a positive whole number"):
             Limits(**bad)
     request = sw.make_request("hi", provider="demo", max_tool_calls=5, max_citations=6)
-    assert (request.limits.tool_calls, request.limits.citations) == (5, 6)
+    assert (request.limits.max_tool_calls, request.limits.max_citations) == (5, 6)
     assert "max_tool_calls" not in request.body() and "max_citations" not in request.body()
+
+    # one spelling: a field of `Limits` is the keyword that sets it; the old names still work, and say so
+    assert Limits(max_answer_chars=7) == dataclasses.replace(DEFAULT_LIMITS, max_answer_chars=7)
+    with pytest.warns(DeprecationWarning, match=r"Limits\(answer_chars=\) is spelled Limits\(max_answer_chars=\)"):
+        old = Limits(answer_chars=7)
+    assert old.max_answer_chars == 7
+    with pytest.warns(DeprecationWarning, match=r"Limits.tool_calls is spelled Limits.max_tool_calls"):
+        assert old.tool_calls == DEFAULT_LIMITS.max_tool_calls
+    with pytest.raises(TypeError, match="unexpected keyword argument 'answer'"):
+        Limits(answer=7)
 
 
 class _Counting(ToolCall):
@@ -290,7 +301,7 @@ def test_the_answer_limit_does_not_walk_every_tool_call_per_read(monkeypatch):
     monkeypatch.setattr(state_module, "ToolCall", _Counting)
     n = 3000
     _Counting.reads = 0
-    state = feed_events([ToolCallDelta(("auto", i), f"c{i}", "f") for i in range(n)], Limits(tool_calls=n))
+    state = feed_events([ToolCallDelta(("auto", i), f"c{i}", "f") for i in range(n)], Limits(max_tool_calls=n))
     assert len(state.tool_calls) == n
     assert _Counting.reads == 0, f"{_Counting.reads:,} reads of a call's length for {n:,} calls"
 

@@ -474,12 +474,12 @@ def test_a_limit_out_of_range_is_refused_in_words(options, words):
 
 def test_the_default_limits_are_documented_and_the_limits_stay_out_of_the_body():
     request = make_request("hi", base_url="http://127.0.0.1:9/v1", model="m", deadline=5, max_answer_chars=10)
-    assert (request.limits.deadline, request.limits.answer_chars) == (5, 10)
+    assert (request.limits.deadline, request.limits.max_answer_chars) == (5, 10)
     assert not {"deadline", "max_answer_chars"} & set(request.body())
     import streamwidgets.core._limits as limits
 
     defaults = limits.DEFAULT_LIMITS
-    assert (defaults.event_chars, defaults.answer_chars, defaults.warnings, defaults.deadline) == (
+    assert (defaults.max_event_chars, defaults.max_answer_chars, defaults.max_warnings, defaults.deadline) == (
         16 * 1024 * 1024,
         4_000_000,
         100,

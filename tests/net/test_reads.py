@@ -32,7 +32,7 @@ import pytest
 
 from streamwidgets import arun, make_request
 from streamwidgets.core._state import StreamState
-from streamwidgets.net import Stream, as_source
+from streamwidgets.net import RunOptions, Stream, as_source
 from streamwidgets.net._reads import RECEIVE_BUFFER, GulpStream, Pacer, gulps
 from streamwidgets.net._transport import environment_proxies, gulp_client
 
@@ -311,13 +311,13 @@ def test_cancel_in_a_pause_closes_the_connection_at_once(server):
 
 @pytest.mark.parametrize("pause", [60.0, 0.05])
 def test_the_sink_chooses_the_pause_and_a_cancel_still_ends_it(server, pause):
-    # `Stream(pause=)` reaches the reads: past the warm-up, a long pause holds the answer still
+    # `RunOptions(pause=)` reaches the reads: past the warm-up, a long pause holds the answer still
     # while the server sends on, the view's 50 ms does not. At ~5 kB/s a quarter of the receive
     # buffer (40 kB or more) takes 2 s or more to fill, so that rule does not cut the pause short.
     script = server.expect(Script(flowing(5000, every=0.02), hang=True))
 
     async def main() -> tuple[int, int, int, StreamState]:
-        stream = Stream(as_source(make_request("q", model="m", base_url=server.url)), pause=pause)
+        stream = Stream(as_source(make_request("q", model="m", base_url=server.url)), RunOptions(pause=pause))
         state = stream.state
         task = asyncio.ensure_future(stream.run())
         while len(script.sent_at) < 25:  # the warm-up's 8 reads are done by then (0.5 s)

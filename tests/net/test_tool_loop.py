@@ -357,7 +357,7 @@ def test_cancel_during_a_tool_stops_it_and_sends_nothing_more(server, api):
 
 
 def test_confirm_needs_a_view(server):
-    with pytest.raises(ValueError, match="needs a view"):
+    with pytest.raises(ValueError, match="needs a notebook's view"):
         sw.run(request(server, "chat", [add]), confirm=True)
     with pytest.raises(ValueError, match="needs a notebook's view"):
         sw.show("hi", model="demo-tools", tools=[add], confirm=True)

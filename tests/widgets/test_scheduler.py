@@ -276,9 +276,9 @@ def test_a_views_reads_wait_for_the_frame_that_can_show_them():
 
 
 def test_a_views_stream_pauses_until_just_before_its_next_frame_in_steps_of_at_most_the_unwatched_pause(monkeypatch):
-    """`StreamHandle._pause`, the pause its stream's reads take: reads in between would be
-    wake-ups that nobody sees; but a pause is never longer than an unwatched one (the end of the
-    stream and its errors are read as soon as that), nor shorter than `PAUSE`."""
+    """`frame_pause`, the pause a view's stream's reads take (its handle's run carries it): reads
+    in between would be wake-ups that nobody sees; but a pause is never longer than an unwatched
+    one (the end of the stream and its errors are read as soon as that), nor shorter than `PAUSE`."""
     Wire().install(monkeypatch)
 
     async def main() -> tuple[list[float], float, list[float]]:
@@ -287,19 +287,21 @@ def test_a_views_stream_pauses_until_just_before_its_next_frame_in_steps_of_at_m
         scheduler = FrameScheduler(asyncio.get_running_loop(), clock=lambda: now[0])
         scheduler.next_frame_in = lambda view: max(0.0, frame_at[0] - now[0])  # type: ignore[method-assign]
         handle = StreamHandle(Played(tokens(3), delay=10.0), view=StreamView(model="m"), scheduler=scheduler)
+        pause = handle.stream.run_options.pause
+        assert callable(pause)
         pauses = []
         while not pauses or pauses[-1] > PAUSE:
-            pauses.append(handle._pause())
+            pauses.append(pause())
             now[0] += pauses[-1]
         ended = now[0] - pauses[-1]  # where the last pause reaching for the frame ended
         near = []
         for ahead in (0.0, 0.03, READ_AHEAD + PAUSE, 0.2, 0.21):
             frame_at[0] = now[0] + ahead
-            near.append(handle._pause())
+            near.append(pause())
         handle.cancel()
         await asyncio.gather(handle._task, return_exceptions=True)
         unwatched = StreamHandle(Played(tokens(3), delay=10.0))
-        alone = unwatched._pause()
+        alone = unwatched.stream.run_options.pause
         unwatched.cancel()
         await asyncio.gather(unwatched._task, return_exceptions=True)
         return pauses, ended, [*near, alone]
