@@ -2,15 +2,16 @@
 
 Teachers and Binder workshops often have no API key; tests need a real peer. `start_server()`
 starts an OpenAI-compatible HTTP/1.1 server on 127.0.0.1 in a background thread (no key, no
-network) that speaks all three wire dialects and each seed provider's quirks:
+network) that speaks every wire API (`demo/apis/`) and each seed provider's quirks:
 
     from . import start_server
     server = start_server()
     client = openai.OpenAI(base_url=server.base_url, api_key="demo")
     client.chat.completions.create(model="demo-reasoning", messages=[...], stream=True)
 
-Routes: `/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/v1/models` (the default,
-plain OpenAI/Anthropic flavor), the same under `/<flavor>/v1/` for `venym`, `engy`, `everyais`
+Routes: `/v1/chat/completions`, `/v1/responses`, `/v1/messages`, Gemini's
+`/v1/models/{model}:streamGenerateContent?alt=sse` and `:generateContent` (also under `/v1beta`),
+`/v1/models` (the default, plain OpenAI/Anthropic/Google flavor), the same under `/<flavor>/v1/` for `venym`, `engy`, `everyais`
 and `vultr` (see `demo/_flavors.py` for their quirks), plus `GET /_demo/health` and
 `GET /_demo/connections[?after=<id>]` (the connection records as JSON).
 

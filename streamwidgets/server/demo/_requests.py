@@ -62,6 +62,8 @@ class DemoRequest:
     #: The tools declared, the tool choice, and the tool results that end the conversation.
     tool_use: ToolUse = field(default_factory=ToolUse)
     thinking_disabled: bool = False
+    #: The reasoning is spent and counted but not sent (Gemini without `includeThoughts`).
+    reasoning_hidden: bool = False
     #: A partial answer to carry on from: an assistant prefill (Messages), or an assistant turn
     #: followed by a "Continue…" instruction (what `streamwidgets.continue_request` sends).
     continuation: str = ""
@@ -111,6 +113,7 @@ def parse_request(
         max_tokens=spec.max_tokens(data),
         tool_use=tool_use,
         thinking_disabled=spec.thinking_disabled(data),
+        reasoning_hidden=spec.reasoning_hidden(data),
         continuation=continuation,
         options=_options(spec, data.get("demo"), headers or {}),
         logprobs=spec.logprobs(data),

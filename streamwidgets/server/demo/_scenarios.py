@@ -511,6 +511,7 @@ def build_script(request: DemoRequest, *, now: float, nonce: str, tries: int = 1
         cutoff_abort=options.cutoff == "abort",
         logprobs=request.logprobs,
         temperature=request.temperature,
+        reasoning_hidden=request.reasoning_hidden,
     )
     if name.startswith("demo-http-"):
         return replace(base, rejection=scripted_rejection(int(name.rsplit("-", 1)[1])))

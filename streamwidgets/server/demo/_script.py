@@ -126,6 +126,8 @@ class Script:
     #: `_logprobs`), else None; `temperature` is the one it asked for (None: the default).
     logprobs: Optional[int] = None
     temperature: Optional[float] = None
+    #: The reasoning is spent and counted but not sent (the request asked not to see it).
+    reasoning_hidden: bool = False
     rejection: Optional[Rejection] = field(default=None, compare=False)
 
     @property

@@ -25,7 +25,12 @@ from streamwidgets.server.demo._fields import FIELDS
 from streamwidgets.server.demo._models import unknown_model
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
-PATHS = {"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}
+PATHS = {
+    "chat": "/chat/completions",
+    "responses": "/responses",
+    "messages": "/messages",
+    "gemini": "/models/{model}:streamGenerateContent?alt=sse",
+}
 #: A field to leave out of `body_for`'s body.
 _DROP: Any = object()
 
@@ -44,7 +49,10 @@ def http():
 
 def body_for(api: str, model: str = "demo", **extra: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "stream": True, "demo": FAST}
-    if api == "responses":
+    if api == "gemini":  # the model and the stream are in its path (`post`)
+        question = {"role": "user", "parts": [{"text": "How does binary search work?"}]}
+        body = {"model": model, "contents": [question], "demo": FAST}
+    elif api == "responses":
         body["input"] = "How does binary search work?"
     else:
         body["messages"] = [{"role": "user", "content": "How does binary search work?"}]
@@ -57,7 +65,11 @@ def body_for(api: str, model: str = "demo", **extra: Any) -> dict[str, Any]:
 def post(
     http: httpx.Client, server: DemoServer, api: str, body: dict[str, Any], flavor: str = "demo"
 ) -> httpx.Response:
-    return http.post(server.flavor_url(flavor) + PATHS[api], json=body)
+    path = PATHS[api]
+    if "{model}" in path:
+        body = dict(body)
+        path = path.format(model=body.pop("model"))
+    return http.post(server.flavor_url(flavor) + path, json=body)
 
 
 def openai_error(response: httpx.Response, status: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 from ._spec import SSE, ApiSpec, Endpoint, Turn, text_of
 from .chat import CHAT
 from .completions import COMPLETIONS
+from .gemini import GEMINI
 from .messages import MESSAGES
 from .responses import RESPONSES
 
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 #: Every API the demo server speaks, by name; the order is the one a path is matched in.
-APIS: dict[str, ApiSpec] = {spec.name: spec for spec in (CHAT, RESPONSES, MESSAGES, COMPLETIONS)}
+APIS: dict[str, ApiSpec] = {spec.name: spec for spec in (CHAT, RESPONSES, MESSAGES, COMPLETIONS, GEMINI)}
 #: Whose envelope answers a request that names no API (`/v1/models`, an unknown path).
 DEFAULT_API = CHAT
 #: The version segments a flavor's routes are served under.

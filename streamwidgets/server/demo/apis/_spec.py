@@ -132,6 +132,10 @@ class ApiSpec(ABC):
         thinking = data.get("thinking")
         return isinstance(thinking, Mapping) and thinking.get("type") == "disabled"
 
+    def reasoning_hidden(self, data: Mapping[str, Any]) -> bool:
+        """Whether the request asks not to be sent the reasoning (it is still spent and counted)."""
+        return False
+
     def logprobs(self, data: Mapping[str, Any]) -> Optional[int]:
         """Alternatives per token when the request asks for log-probabilities, else None."""
         return None
