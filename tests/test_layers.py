@@ -121,3 +121,63 @@ def test_the_design_page_lists_every_module():
         if f"`{name}`" not in design and f"`{path.name}`" not in design:
             missing.append(f"{layer}/{name}")
     assert missing == [], f"docs/design.md does not list {missing}"
+
+
+#: The names of the APIs (and the embedded provider's legacy completions).
+API_NAMES = {"chat", "responses", "messages", "gemini", "completions"}
+
+
+def api_branches(path: Path, source: str | None = None) -> list[str]:
+    """Where the module at `path` compares an API's name (`api == "messages"`, `dialect_name in
+    ("chat", ...)`): each API's rules belong in its own spec module, so a new API is one module."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+
+    def named(node: ast.AST) -> str:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return node.attr
+        return ""
+
+    def names_an_api(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in API_NAMES
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(isinstance(e, ast.Constant) and e.value in API_NAMES for e in node.elts)
+        return False
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        if any("api" in named(s).lower() or "dialect" in named(s).lower() for s in sides) and any(
+            names_an_api(s) for s in sides
+        ):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def is_api_spec(path: Path) -> bool:
+    """An API's own module: a client dialect (`core/dialects/_chat.py`...) or a server spec
+    (`server/demo/apis/chat.py`...)."""
+    parts = path.relative_to(PACKAGE).parts
+    return (parts[:2] == ("core", "dialects") and path.stem.lstrip("_") in API_NAMES) or parts[:3] == (
+        "server",
+        "demo",
+        "apis",
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in modules() if not is_api_spec(p)], ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_no_module_but_an_apis_own_branches_on_its_name(path: Path):
+    assert api_branches(path) == [], f"{path.name} branches on an API's name; put the rule in that API's spec"
+
+
+def test_the_api_branch_check_sees_a_branch():
+    probe = PACKAGE / "net" / "_probe.py"  # never written: its text is given
+    assert api_branches(probe, "if request.api == 'messages':\n    pass\n") == ["line 1: request.api == 'messages'"]
+    assert api_branches(probe, "x = dialect_name in ('chat', 'responses')\n") != []
+    assert api_branches(probe, "if kind == 'chat':\n    pass\n") == []

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from ..core._limits import LIMIT_NAMES, Limits
-from ..core._options import PACKAGE_OPTIONS, _closest, accepted
+from ..core._options import PACKAGE_OPTIONS, accepted, closest
 from ..net._pipeline import PathLike, RunOptions, Stream
 from ..net._reads import PAUSE, Pause
 from ..net._request import DEFAULT_STALL_TIMEOUT, Prompt, StreamRequest
@@ -140,6 +140,6 @@ def _check(sink: str, params: Mapping[str, Any], *, own: set[str]) -> None:
             continue
         if name in PACKAGE_OPTIONS:
             raise TypeError(f"{sink}() got an unexpected keyword argument {name!r}")
-        meant = _closest(name, sorted(own | _BODY_FIELDS))
+        meant = closest(name, sorted(own | _BODY_FIELDS))
         if meant is not None and meant in own:
             raise TypeError(f"unknown option {name}=: did you mean {meant}=?")

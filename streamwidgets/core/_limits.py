@@ -13,10 +13,8 @@ limit and the keyword that raises it.
 
 from __future__ import annotations
 
-import sys
-import warnings
 from dataclasses import dataclass, fields
-from typing import Any, Optional
+from typing import Optional
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "FIELD_CHARS", "LIMIT_NAMES"]
 
@@ -32,17 +30,9 @@ _CITATIONS = 1_000
 _WARNINGS = 100
 #: The limits that count (whole numbers, 1 or more); the deadline is seconds.
 _COUNTS = ("max_event_chars", "max_answer_chars", "max_tool_calls", "max_citations", "max_warnings")
-#: The names these limits had before they were spelled as their keywords (deprecated).
-_RENAMED = {
-    "event_chars": "max_event_chars",
-    "answer_chars": "max_answer_chars",
-    "tool_calls": "max_tool_calls",
-    "citations": "max_citations",
-    "warnings": "max_warnings",
-}
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Limits:
     """How much of a stream is kept, and for how long it is read.
 
@@ -71,49 +61,13 @@ class Limits:
     #: second, or endless keep-alives, as incomplete, with the text so far kept.
     deadline: Optional[float] = None
 
-    def __init__(
-        self,
-        max_event_chars: int = _EVENT_CHARS,
-        max_answer_chars: int = _ANSWER_CHARS,
-        max_tool_calls: int = _TOOL_CALLS,
-        max_citations: int = _CITATIONS,
-        max_warnings: int = _WARNINGS,
-        deadline: Optional[float] = None,
-        **renamed: Any,
-    ) -> None:
-        given = {
-            "max_event_chars": max_event_chars,
-            "max_answer_chars": max_answer_chars,
-            "max_tool_calls": max_tool_calls,
-            "max_citations": max_citations,
-            "max_warnings": max_warnings,
-            "deadline": deadline,
-        }
-        unknown = sorted(set(renamed) - set(_RENAMED))
-        if unknown:
-            raise TypeError(
-                f"Limits() got an unexpected keyword argument {unknown[0]!r} (it takes {', '.join(LIMIT_NAMES)})"
-            )
-        if renamed:
-            old = ", ".join(f"{name}=" for name in renamed)
-            new = ", ".join(f"{_RENAMED[name]}=" for name in renamed)
-            _deprecated(f"Limits({old}) is spelled Limits({new}) now, as the keywords that set them are")
-            given.update((_RENAMED[name], value) for name, value in renamed.items())
-        for name, value in given.items():
-            object.__setattr__(self, name, value)
+    def __post_init__(self) -> None:
         for name in _COUNTS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"the {name} limit must be a positive whole number, not {value!r}")
         if self.deadline is not None and not self.deadline > 0:
             raise ValueError(f"deadline must be a number of seconds above 0 (or None), not {self.deadline!r}")
-
-    def __getattr__(self, name: str) -> Any:
-        new = _RENAMED.get(name)  # only reached for a name that is no attribute: the old spellings
-        if new is None:
-            raise AttributeError(f"'Limits' object has no attribute {name!r}")
-        _deprecated(f"Limits.{name} is spelled Limits.{new} now")
-        return getattr(self, new)
 
     def answer_reached(self) -> str:
         return (
@@ -147,15 +101,6 @@ class Limits:
             f"an event (or line) of more than {self.max_event_chars:,} characters was discarded unread "
             "(pass max_event_chars= to accept longer ones)"
         )
-
-
-def _deprecated(message: str) -> None:
-    """Warn the caller of a `Limits` method that it used an old spelling — unless the caller is
-    one of the package's own modules that still does (it is moved over with its owner's next
-    change, and a package must not warn, or fail under `-W error`, on its own import)."""
-    caller = sys._getframe(2).f_globals.get("__name__", "")
-    if caller != "streamwidgets" and not caller.startswith("streamwidgets."):
-        warnings.warn(message, DeprecationWarning, stacklevel=3)
 
 
 #: The limits' names: the fields of `Limits`, and the keywords that set them.

@@ -19,7 +19,15 @@ from collections.abc import Iterable
 from ._providers import APIS
 from .dialects import dialect_class
 
-__all__ = ["FIELDS", "STAND_IN_EXTRAS", "LOCAL_SERVER_FIELDS", "PACKAGE_OPTIONS", "check_options"]
+__all__ = [
+    "FIELDS",
+    "STAND_IN_EXTRAS",
+    "LOCAL_SERVER_FIELDS",
+    "PACKAGE_OPTIONS",
+    "check_options",
+    "closest",
+    "accepted",
+]
 
 
 def _fields(text: str) -> frozenset[str]:
@@ -103,7 +111,7 @@ def check_options(names: Iterable[str], api: str, preset: str) -> None:
         if name in fields or name in PACKAGE_OPTIONS:
             continue
         known = sorted(fields.union(PACKAGE_OPTIONS, *(FIELDS[each] for each in APIS)))
-        meant = _closest(name, known)
+        meant = closest(name, known)
         if meant is not None:
             raise ValueError(f"unknown option {name}=: did you mean {meant}=?")
         raise ValueError(
@@ -112,7 +120,7 @@ def check_options(names: Iterable[str], api: str, preset: str) -> None:
         )
 
 
-def _closest(name: str, known: Iterable[str]) -> str | None:
+def closest(name: str, known: Iterable[str]) -> str | None:
     """The known name `name` most likely misspells: close by letters (difflib), ties broken by a
     shared first letter and a close length (so that `sytem` is `system`, not `stream`)."""
     candidates = difflib.get_close_matches(name, list(known), n=6, cutoff=0.72)

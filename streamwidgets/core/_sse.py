@@ -22,7 +22,7 @@ from typing import NamedTuple, Optional
 
 __all__ = ["ServerSentEvent", "SSEDecoder", "is_event_stream", "MAX_EVENT_CHARS", "RETRY_DIGITS"]
 
-#: The default most characters of one event (see `limits.Limits.event_chars`).
+#: The default most characters of one event (see `_limits.Limits.max_event_chars`).
 MAX_EVENT_CHARS = 16 * 1024 * 1024
 #: The most digits of a `retry:` time in ms (ten digits are four months); a longer one is ignored.
 RETRY_DIGITS = 10

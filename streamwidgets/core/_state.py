@@ -191,7 +191,7 @@ class ToolCalls(list[ToolCall]):
     arrive (`arguments_length`: what `apply` and `clip` add and cut), so the answer limit costs
     the same per fragment however many calls there are. A list in every other way."""
 
-    def __init__(self, calls: Iterable[ToolCall] = (), *, limit: int = DEFAULT_LIMITS.tool_calls) -> None:
+    def __init__(self, calls: Iterable[ToolCall] = (), *, limit: int = DEFAULT_LIMITS.max_tool_calls) -> None:
         super().__init__(calls)
         self.limit = limit
         self.refused = 0
@@ -226,7 +226,7 @@ class Citations(list[Citation]):
     is one whose URL or title is longer than `FIELD_CHARS` (no real page has one), so that a
     flood of a million citations costs nothing. A list in every other way."""
 
-    def __init__(self, citations: Iterable[Citation] = (), *, limit: int = DEFAULT_LIMITS.citations) -> None:
+    def __init__(self, citations: Iterable[Citation] = (), *, limit: int = DEFAULT_LIMITS.max_citations) -> None:
         super().__init__()
         self.limit = limit
         self.refused = 0

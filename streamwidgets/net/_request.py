@@ -31,7 +31,7 @@ import httpx
 
 from ..core import _formatting as formatting
 from ..core._limits import DEFAULT_LIMITS, Limits
-from ..core._options import check_options
+from ..core._options import PACKAGE_OPTIONS, check_options
 from ..core._providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
 from ..core._redact import Redactor
 from ..core._tools import Tool, as_tools
@@ -60,6 +60,8 @@ _NO_KEY = Redactor("")
 OFFLINE_ENV = "STREAMWIDGETS_OFFLINE"
 #: Body fields llama.cpp cannot serve (no audio): such a request goes to the demo.
 _NOT_LOCAL = ("modalities", "audio")
+#: The package's options make_request reads from its `**params` (the rest are named, or a sink's).
+_READ_FROM_PARAMS = frozenset({"logprobs", "tools"})
 #: The system prompt a local model gets when the conversation has none: short, as a small model
 #: needs (its own default names the model instead of saying how to answer).
 LOCAL_SYSTEM = "You are a helpful teacher. Answer the question clearly and briefly, then stop."
@@ -254,11 +256,11 @@ def make_request(
     include_usage: Optional[bool] = None,
     retries: int = DEFAULT_RETRIES,
     deadline: Optional[float] = DEFAULT_LIMITS.deadline,
-    max_answer_chars: int = DEFAULT_LIMITS.answer_chars,
-    max_event_chars: int = DEFAULT_LIMITS.event_chars,
-    max_tool_calls: int = DEFAULT_LIMITS.tool_calls,
-    max_citations: int = DEFAULT_LIMITS.citations,
-    max_warnings: int = DEFAULT_LIMITS.warnings,
+    max_answer_chars: int = DEFAULT_LIMITS.max_answer_chars,
+    max_event_chars: int = DEFAULT_LIMITS.max_event_chars,
+    max_tool_calls: int = DEFAULT_LIMITS.max_tool_calls,
+    max_citations: int = DEFAULT_LIMITS.max_citations,
+    max_warnings: int = DEFAULT_LIMITS.max_warnings,
     local_model: Optional[str] = None,
     extra_body: Optional[Mapping[str, Any]] = None,
     **params: Any,
@@ -291,14 +293,7 @@ def make_request(
     and a field of the provider's own goes in `extra_body={...}`, unchecked.
     Nothing is started or sent here.
     """
-    limits = Limits(
-        event_chars=max_event_chars,
-        answer_chars=max_answer_chars,
-        tool_calls=max_tool_calls,
-        citations=max_citations,
-        warnings=max_warnings,
-        deadline=deadline,
-    )
+    limits = Limits(max_event_chars, max_answer_chars, max_tool_calls, max_citations, max_warnings, deadline)
     _check_prompt(prompt, params)
     tools = params.pop("tools", None)
     if tools is not None and (isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence)):
@@ -315,6 +310,12 @@ def make_request(
         preset = CUSTOM if provider is None and base_url is not None else get_provider(provider)
     chosen_api = preset.check_api(api or preset.default_api)
     check_options(params, chosen_api, preset.name)
+    elsewhere = sorted(set(params) & PACKAGE_OPTIONS - _READ_FROM_PARAMS)  # a sink's own (`record=`, `max_fps=`)
+    if elsewhere:
+        raise TypeError(
+            f"make_request() does not take {elsewhere[0]}=: it is an option of the sink that streams the "
+            f"request (show, run, arun, astream): show(request, {elsewhere[0]}=...)"
+        )
     if extra_body:
         params.update(extra_body)
     check_logprobs(params.get("logprobs"), dialect_class(chosen_api))  # `logprobs=N`: each dialect writes it

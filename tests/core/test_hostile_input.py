@@ -273,15 +273,10 @@ def test_the_new_limits_are_checked_and_reach_every_request():
     assert (request.limits.max_tool_calls, request.limits.max_citations) == (5, 6)
     assert "max_tool_calls" not in request.body() and "max_citations" not in request.body()
 
-    # one spelling: a field of `Limits` is the keyword that sets it; the old names still work, and say so
+    # one spelling: a field of `Limits` is the keyword that sets it
     assert Limits(max_answer_chars=7) == dataclasses.replace(DEFAULT_LIMITS, max_answer_chars=7)
-    with pytest.warns(DeprecationWarning, match=r"Limits\(answer_chars=\) is spelled Limits\(max_answer_chars=\)"):
-        old = Limits(answer_chars=7)
-    assert old.max_answer_chars == 7
-    with pytest.warns(DeprecationWarning, match=r"Limits.tool_calls is spelled Limits.max_tool_calls"):
-        assert old.tool_calls == DEFAULT_LIMITS.max_tool_calls
-    with pytest.raises(TypeError, match="unexpected keyword argument 'answer'"):
-        Limits(answer=7)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'answer_chars'"):
+        Limits(answer_chars=7)
 
 
 class _Counting(ToolCall):

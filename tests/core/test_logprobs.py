@@ -155,7 +155,7 @@ def test_llama_cpp_style_chunks_without_bytes_read_from_the_token_strings():
 def test_tokens_are_cut_with_the_answer_at_its_limit():
     chunks = [chat_chunk("abcd", [entry("ab", -0.1), entry("cd", -0.2)]) for _ in range(10)]
     state = StreamState()
-    feed = Feed(state, Normalizer(), clock=None, limits=Limits(answer_chars=10))
+    feed = Feed(state, Normalizer(), clock=None, limits=Limits(max_answer_chars=10))
     for chunk in chunks:
         feed.push(chunk)
     feed.end()
