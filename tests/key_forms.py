@@ -12,7 +12,7 @@ import base64
 import json
 from urllib.parse import quote
 
-from hostile_server import JSON, Reply
+from support.hostile import JSON, Reply
 
 #: A key with the characters that change under URL-encoding, JSON-escaping and base64.
 KEY = "sk-leak/SENTINEL+0123456789=abcdef"

@@ -1,24 +1,24 @@
 """Typeset math in a real Chromium, in JupyterLab and in Notebook 7.
 
-A small OpenAI-style server on 127.0.0.1 (started here, stopped here) streams an answer with
-display and inline math token by token over a real socket; the kernel's view typesets it as
-MathML. In the page: `math` elements that the browser lays out (the display formula taller than a
-line of text), no TeX source visible, and a screenshot of each frontend in `test-artifacts/`.
+A scripted OpenAI-style server on 127.0.0.1 (`support/hostile.py`, started here, stopped here)
+streams an answer with display and inline math token by token over a real socket; the kernel's
+view typesets it as MathML. In the page: `math` elements that the browser lays out (the display
+formula taller than a line of text), no TeX source visible, and a screenshot of each frontend in
+`test-artifacts/`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from textwrap import dedent
 from typing import Any
 
 import pytest
 from notebook_driver import ARTIFACTS, SLOW, XSS_PROBE, Notebook, Opener, wait_status
+from support.hostile import HostileServer, Reply
 
 pytestmark = pytest.mark.browser
 
@@ -51,38 +51,15 @@ def _chunks(text: str) -> Iterator[bytes]:
     yield f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        text = HOSTILE_TEXT if body.get("model") == "math-xss" else ANSWER_TEXT
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        for data in _chunks(text):
-            self.wfile.write(data)
-            self.wfile.flush()
-            time.sleep(0.02)
-        self.close_connection = True
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def math_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    """The server's root: each model's answer is at `<root>/<model>/v1` (see `math_cells`)."""
+    answers = {"math-demo": ANSWER_TEXT, "math-xss": HOSTILE_TEXT}
+    replies = {
+        f"/{model}/v1/chat/completions": Reply(tuple(_chunks(text)), pace=0.02) for model, text in answers.items()
+    }
+    with HostileServer(replies) as server:
+        yield server.root
 
 
 @pytest.fixture(params=list(FRONTENDS))
@@ -90,7 +67,8 @@ def frontend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def math_cells(base_url: str, model: str = "math-demo") -> list[str]:
+def math_cells(root: str, model: str = "math-demo") -> list[str]:
+    base_url = f"{root}/{model}/v1"
     return [
         dedent(f"""\
             from streamwidgets import show

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from kernels import SENTINEL, WIDGET_MIMETYPE, Kernel, sent_values
+from support.hostile import DONE, ECHO, HostileServer, Reply, chat
 
 from streamwidgets.server import scripted_answer
 
@@ -195,35 +194,19 @@ def test_cancel_during_the_countdown_ends_it_at_once(kernel: Kernel):
 # ----------------------------------------------------------------------------- the class log
 
 
-class _EchoKey(BaseHTTPRequestHandler):
-    """A provider that streams the key it was sent back in its answer (some proxies do, in errors)."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        key = self.headers.get("authorization", "").removeprefix("Bearer ")
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        for piece in ("You sent the key ", key, " — keep it secret."):
-            chunk = {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-        self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
-
-    def log_message(self, *args: object) -> None:
-        pass
+#: What the echoing provider (model "echo") streams: the key it was sent, in the middle of its answer.
+ECHOED = (
+    *(chat(piece, model="echo") for piece in ("You sent the key ", ECHO, " — keep it secret.")),
+    chat(finish="stop", model="echo"),
+    DONE,
+)
 
 
 @pytest.fixture(scope="module")
 def echo_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoKey)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A provider that streams the key it was sent back in its answer (some proxies do, in errors)."""
+    with HostileServer({"/echo/v1/chat/completions": Reply(ECHOED, echo="authorization")}) as server:
+        yield server.url("echo")
 
 
 def test_the_log_holds_every_answer_of_a_session_and_no_key(kernel: Kernel, tmp_path: Path, echo_server: str):

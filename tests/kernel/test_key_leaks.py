@@ -6,23 +6,16 @@ hostile ones of `tests/net/test_leaks.py`, whose 401 bodies quote the key they w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_server import HostileServer
 from key_forms import KEY, assert_nowhere, echo_replies
+from support.hostile import hostile_fixture
 
 pytestmark = pytest.mark.kernel
 
 
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer(echo_replies()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+hostile = hostile_fixture(echo_replies)
 
 
 def test_widget_state_and_the_saved_notebook_hold_no_key(hostile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -1,6 +1,6 @@
 """The fault matrix: every numbered item of the hardening issue, in each API where it applies.
 
-One hostile loopback server (`hostile_server.py`) plays every case; each case is a row: what
+One hostile loopback server (`support/hostile.py`) plays every case; each case is a row: what
 the server writes, the options of the request, and what must come out — the status, words of
 the message, and the text kept. Items that are no server reply (the SDK helpers, `parse()`, keys
 handed in, proxies) have their own parametrized tests below, over the same APIs.
@@ -13,12 +13,11 @@ import gzip
 import json
 import pickle
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pytest
-from hostile_server import (
+from support.hostile import (
     DONE,
     JSON,
     PATH_OF,
@@ -26,6 +25,7 @@ from hostile_server import (
     Reply,
     chat,
     event,
+    hostile_fixture,
     message_start,
     typed,
 )
@@ -287,13 +287,7 @@ def _replies() -> dict[str, Reply]:
     return {f"/{c.name}/{api}/v1/{PATH_OF[api]}": c.reply_for(api) for c in CASES for api in c.apis}
 
 
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer(_replies()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+hostile = hostile_fixture(_replies)
 
 
 def ask(server: HostileServer, case: str, api: str, *, key: str = KEY, **options: Any) -> StreamState:

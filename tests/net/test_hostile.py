@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from hostile_server import (
+from support.hostile import (
     API_OF,
     DONE,
     FULL,
@@ -28,6 +27,7 @@ from hostile_server import (
     Reply,
     chat,
     event,
+    hostile_fixture,
     message_start,
     text_block,
 )
@@ -127,13 +127,7 @@ def _replies() -> dict[str, Reply]:
 ECHOED_KEY = "sk-echo/+SENTINEL=0123456789"
 
 
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer(_replies()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+hostile = hostile_fixture(_replies)
 
 
 def ask(server: HostileServer, case: str, api: str = "chat", **options):

@@ -1,7 +1,7 @@
 """Hostile bodies from a broken provider on loopback: the loop keeps answering, input Python itself
 chokes on is mended, and everything that grows is bounded.
 
-Each case is a real body from a small loopback server (`hostile_server.py`), read by the real
+Each case is a real body from a small loopback server (`support/hostile.py`), read by the real
 client. What is asserted is behaviour, never a latency: the loop answered a ticker *while* one
 network read was being decoded (the ticker saw the answer grow inside it), Cancel and the deadline
 acted before that read was done, and a subprocess's memory stayed under a bound far above what it
@@ -22,12 +22,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from hostile_server import DONE, HostileServer, Reply, chat, event
+from support.hostile import DONE, HostileServer, Reply, chat, event, hostile_fixture
 
 from streamwidgets import make_request
 from streamwidgets.core._state import StreamState
@@ -60,13 +60,7 @@ def _replies() -> dict[str, Reply]:
     return replies
 
 
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer(_replies()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+hostile = hostile_fixture(_replies)
 
 
 async def watched(
@@ -190,13 +184,7 @@ def _raw_replies() -> dict[str, Reply]:
     }
 
 
-@pytest.fixture(scope="module")
-def raw() -> Iterator[HostileServer]:
-    server = HostileServer(_raw_replies()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+raw = hostile_fixture(_raw_replies)
 
 
 def _ask(server: HostileServer, case: str) -> StreamState:

@@ -24,21 +24,14 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from hostile_server import HTML, JSON, HostileServer, Reply
 from key_forms import APIS, HEADER, KEY, PATH, assert_nowhere, echo_replies, forms
+from support.hostile import HTML, JSON, Reply, hostile_fixture
 
 from streamwidgets import Chat, arun, make_request
 from streamwidgets.core._errors import StreamError
 from streamwidgets.core._state import StreamState
 
-
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer(echo_replies()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+hostile = hostile_fixture(echo_replies)
 
 
 def surfaces(state: StreamState) -> dict[str, str]:
@@ -225,17 +218,12 @@ def every_form(key: str = KEY) -> set[str]:
     return forms(key) | encoded
 
 
-@pytest.fixture(scope="module")
-def echoing() -> Iterator[HostileServer]:
-    replies = {
+echoing = hostile_fixture(
+    {
         f"/{case}/v1/chat/completions": Reply(body=(body,), status=status, headers=headers)
         for case, (status, headers, body) in ECHOES.items()
     }
-    demo_server = HostileServer(replies).start()
-    try:
-        yield demo_server
-    finally:
-        demo_server.stop()
+)
 
 
 @pytest.mark.parametrize("case", list(ECHOES))

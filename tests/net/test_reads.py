@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import select
 import socket
 import threading
 import time
@@ -29,6 +28,7 @@ import anyio
 import httpcore
 import httpx
 import pytest
+from support.hostile import SSE, HostileServer, Reply, Visit
 
 from streamwidgets import arun, make_request
 from streamwidgets.core._state import StreamState
@@ -46,82 +46,51 @@ def event(text: str) -> bytes:
 DONE = b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
 
 
+PATH = "/segments/v1/chat/completions"
+
+
 @dataclass
 class Script:
-    """(seconds to wait before it, bytes) per send; `hang` keeps the body open after the last."""
+    """(seconds to wait before it, bytes) per send, each send in a TCP segment of its own (the
+    chunk framing is the script's); `hang`: no terminator, the body stays open. Either way the
+    server keeps the connection until the client leaves, and notes when it did (`disconnected_at`)."""
 
     sends: list[tuple[float, bytes]]
     hang: bool = False
-    sent_at: list[float] = field(default_factory=list)
-    disconnected_at: Optional[float] = None
-    done: threading.Event = field(default_factory=threading.Event)
+    visit: Visit = field(default_factory=lambda: Visit(PATH))
+
+    @property
+    def sent_at(self) -> list[float]:
+        return self.visit.sent_at
+
+    @property
+    def disconnected_at(self) -> Optional[float]:
+        return self.visit.left_at
+
+    @property
+    def done(self) -> threading.Event:
+        return self.visit.done
 
 
 class SegmentServer:
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
-        self.scripts: list[Script] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+    """The hostile server playing one script per connection, in the order they were expected."""
+
+    def __init__(self, hostile: HostileServer) -> None:
+        self.hostile = hostile
+        self.url = hostile.url("segments")
 
     def expect(self, script: Script) -> Script:
-        self.scripts.append(script)
+        pieces = tuple(data for _, data in script.sends)
+        gaps = tuple(delay for delay, _ in script.sends)
+        chunked = (*SSE, ("Transfer-Encoding", "chunked"))
+        script.visit = self.hostile.expect(PATH, Reply(pieces, headers=chunked, end="hold", gaps=gaps, raw=True))
         return script
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn, self.scripts.pop(0)), daemon=True).start()
-
-    def _serve(self, conn: socket.socket, script: Script) -> None:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                request += conn.recv(65536)
-            head, _, body = request.partition(b"\r\n\r\n")
-            length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
-            while len(body) < length:
-                body += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for delay, data in script.sends:
-                if self._gone(conn, delay):
-                    return
-                conn.sendall(data)
-                script.sent_at.append(time.monotonic())
-            while script.hang or conn.recv(4096):
-                if self._gone(conn, 0.05):
-                    return
-        except OSError:
-            script.disconnected_at = script.disconnected_at or time.monotonic()
-        finally:
-            conn.close()
-            script.done.set()
-
-    @staticmethod
-    def _gone(conn: socket.socket, wait: float) -> bool:
-        """Wait `wait` seconds, watching for the client to close (seen the moment it does)."""
-        deadline = time.monotonic() + wait
-        while True:
-            left = deadline - time.monotonic()
-            readable, _, _ = select.select([conn], [], [], max(left, 0))
-            if readable and not conn.recv(4096):
-                raise ConnectionResetError
-            if left <= 0:
-                return False
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 @pytest.fixture
 def server() -> Iterator[SegmentServer]:
-    s = SegmentServer()
-    yield s
-    s.close()
+    with HostileServer() as hostile:
+        yield SegmentServer(hostile)
 
 
 def flowing(count: int, every: float = 0.001) -> list[tuple[float, bytes]]:

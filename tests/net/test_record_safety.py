@@ -4,7 +4,7 @@ A path typed in a hurry may name an essay, a link to one, a FIFO, a device, a fo
 recording being replayed: each is refused in words before any request is sent, and left as it
 was. A recording is written beside its target and takes its place only when the request went
 well, so a failed request (an HTTP 500) never replaces a good recording. Real sockets: a
-scripted server on 127.0.0.1 (`hostile_server.py`).
+scripted server on 127.0.0.1 (`support/hostile.py`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_server import DONE, FULL, JSON, HostileServer, Reply, chat
+from support.hostile import DONE, FULL, JSON, HostileServer, Reply, chat, hostile_fixture
 
 import streamwidgets as sw
 from streamwidgets.core._recordings import load_recording
@@ -27,9 +26,8 @@ from streamwidgets.core._recordings import load_recording
 ERROR_500 = json.dumps({"error": {"message": "The server had an error.", "type": "server_error"}}).encode()
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HostileServer]:
-    replies = {
+server = hostile_fixture(
+    {
         "/ok/v1/chat/completions": Reply(tuple(FULL["chat"])),
         "/other/v1/chat/completions": Reply((chat("Another"), chat(" answer."), chat(finish="stop"), DONE)),
         "/fail/v1/chat/completions": Reply((ERROR_500,), "500 Internal Server Error", JSON),
@@ -38,11 +36,7 @@ def server() -> Iterator[HostileServer]:
             Reply((ERROR_500,), "500 Internal Server Error", JSON),
         ],
     }
-    running = HostileServer(replies).start()
-    try:
-        yield running
-    finally:
-        running.stop()
+)
 
 
 def run(server: HostileServer, case: str, record: Path, **options) -> sw.StreamState:

@@ -9,28 +9,13 @@ from __future__ import annotations
 import socket
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support.hostile import DONE, HostileServer, Reply
 
 import streamwidgets as sw
 from streamwidgets.net import _transport as transport
-
-
-class _Answer(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        body = b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +31,11 @@ def https_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         check=True,
         capture_output=True,
     )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    answer = Reply((b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n', DONE))
+    with HostileServer({"/tls/v1/chat/completions": answer}, tls=context) as server:
+        yield server.url("tls")
 
 
 def test_a_self_signed_certificate_is_named_with_the_fix(https_url: str):

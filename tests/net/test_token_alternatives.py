@@ -2,7 +2,7 @@
 
 A server may send more than asked (20 `top_logprobs` per token when 5 were): each one kept cost
 ~200 bytes, ~4.7 kB per token, and a 400,000-token answer took 1.9 GB. Real sockets: a scripted
-server on 127.0.0.1 (`hostile_server.py`) that always sends 20.
+server on 127.0.0.1 (`support/hostile.py`) that always sends 20.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterator
 
 import pytest
-from hostile_server import DONE, HostileServer, Reply, chat, typed
+from support.hostile import DONE, Reply, chat, hostile_fixture, typed
 
 import streamwidgets as sw
 
@@ -42,18 +41,15 @@ def responses_delta(word: str) -> bytes:
     return typed("response.output_text.delta", item_id="msg_1", delta=word, logprobs=logprobs)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HostileServer]:
+def _replies() -> dict[str, Reply]:
     completed = typed("response.completed", response={"id": "r", "status": "completed", "usage": {}})
-    replies = {
+    return {
         "/twenty/v1/chat/completions": Reply((*map(chunk_with_logprobs, WORDS), chat(finish="stop"), DONE)),
         "/twenty/v1/responses": Reply((*map(responses_delta, WORDS), completed)),
     }
-    running = HostileServer(replies).start()
-    try:
-        yield running
-    finally:
-        running.stop()
+
+
+server = hostile_fixture(_replies)
 
 
 def kept(state: sw.StreamState) -> list[int]:

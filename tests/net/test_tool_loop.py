@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Optional
 
 import anyio
 import pytest
-from hostile_server import DONE, FULL, HostileServer, Reply, event, message_start, typed
+from support.hostile import DONE, FULL, HostileServer, Reply, event, hostile_fixture, message_start, typed
 
 import streamwidgets as sw
 from streamwidgets.core._tools import DECLINED, MAX_RESULT_CHARS
@@ -75,13 +74,7 @@ def _chat_delta(delta: dict, finish: Optional[str] = None) -> bytes:
 ANSWER = {api: Reply(tuple(FULL[api])) for api in APIS}  # "Hello there."
 
 
-@pytest.fixture
-def server() -> Iterator[HostileServer]:
-    hostile = HostileServer({}).start()
-    try:
-        yield hostile
-    finally:
-        hostile.stop()
+server = hostile_fixture(scope="function")
 
 
 def script(server: HostileServer, api: str, *replies: Reply) -> None:
