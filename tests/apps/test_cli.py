@@ -10,7 +10,6 @@ line, and the exit code.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from typing import Any, Optional
 
 import httpx
 import pytest
+from support.http import free_port, wait_for_http
 
 from streamwidgets.core._providers import PROVIDERS
 
@@ -349,12 +349,6 @@ def as_from_a_terminal(command: list[str], **options: Any) -> subprocess.Popen[A
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_serve_answers_models_and_a_streaming_chat(tmp_path: Path) -> None:
     port = free_port()
     root = f"http://127.0.0.1:{port}"
@@ -547,15 +541,9 @@ def test_a_bad_p_value_is_one_plain_line(param: str) -> None:
 def test_serve_local_runs_one_model_for_a_class_with_a_key_kept_in_a_file(tmp_path: Path) -> None:
     """`streamwidgets serve-local`: a fixed port, the key made once into a file only its owner
     reads (a gateway is configured once), students' answers at once, Ctrl+C stops it."""
-    import signal
-    import socket
     import stat
 
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     key_file = tmp_path / "class.key"
     process = subprocess.Popen(
         [sys.executable, "-m", "streamwidgets", "serve-local", "--port", str(port), "--slots", "3",
@@ -564,12 +552,7 @@ def test_serve_local_runs_one_model_for_a_class_with_a_key_kept_in_a_file(tmp_pa
     )  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.2)
+        wait_for_http(f"{base}/health", 60, process)
         key = key_file.read_text().strip()
         assert len(key) >= 16 and stat.S_IMODE(key_file.stat().st_mode) == 0o600
         body = {"model": "any", "messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 8}

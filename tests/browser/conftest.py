@@ -5,8 +5,9 @@ Playwright drives the system Chromium (never `playwright install`), the Jupyter 
 is isolated in temporary config, data, runtime, IPython, workspace and settings directories and
 serves a temporary copy of the notebooks (Lab autosaves), and a test waits for the kernel to be
 *connected* and idle — the toolbar's idle indicator says idle before that, and a cell run then
-silently does nothing. One server, one embedded provider and one browser serve a whole module,
-because a cell-to-assertion run is 6–10 s and the machine has two cores.
+silently does nothing. One Jupyter server and one browser serve a whole module (the embedded
+provider, `demo_server`, the whole run), because a cell-to-assertion run is 6–10 s and the
+machine has two cores.
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -30,6 +29,9 @@ from typing import Any
 import nbformat
 import pytest
 from notebook_driver import ARTIFACTS, SLOW, Notebook, open_notebook
+from support.http import free_port, wait_for_http
+
+from streamwidgets.server import DemoServer
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -62,33 +64,12 @@ LAB_SETTINGS = {
 # --------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def offline_env() -> dict[str, str]:
     """The environment without any provider key, so that every notebook takes its offline path."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.pop("SW_PROVIDER", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
-
-
-def wait_for_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = SLOW) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{_tail(log)}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"{url} did not answer within {timeout:g} s:\n{_tail(log)}")
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -106,13 +87,6 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=5)
 
 
-def _tail(log: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
@@ -120,25 +94,21 @@ def get_json(url: str) -> Any:
 
 @dataclass
 class DemoProvider:
-    """The embedded offline provider, run by the test as `python -m streamwidgets serve`.
+    """The embedded offline provider (the run's `demo_server`) as the browser tests use it.
 
-    A notebook points at it with `base_url=`, and the test reads `GET /_demo/connections` to learn
-    how each stream ended on the server's side (a Cancel must show up as a client disconnect).
+    A notebook points at it with `base_url=`, and the test reads its connection records (as
+    `GET /_demo/connections` lists them) to learn how each stream ended on the server's side (a
+    Cancel must show up as a client disconnect).
     """
 
-    port: int
-    process: subprocess.Popen[bytes]
-
-    @property
-    def root(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    server: DemoServer
 
     @property
     def base_url(self) -> str:
-        return f"{self.root}/v1"
+        return self.server.base_url
 
     def connections(self) -> list[dict[str, Any]]:
-        return list(get_json(f"{self.root}/_demo/connections"))
+        return [record.to_json() for record in self.server.connections]
 
 
 @dataclass
@@ -189,22 +159,8 @@ def workdir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def demo_provider(workdir: Path) -> Iterator[DemoProvider]:
-    port = free_port()
-    log = workdir / "demo-provider.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamwidgets", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=offline_env(),
-            start_new_session=True,
-        )
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/_demo/connections", process, log)
-        yield DemoProvider(port, process)
-    finally:
-        stop(process)
+def demo_provider(demo_server: DemoServer) -> DemoProvider:
+    return DemoProvider(demo_server)
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +209,7 @@ def jupyter(workdir: Path, request: pytest.FixtureRequest) -> Iterator[JupyterSe
             command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True
         )
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/api/status", process, log)
+        wait_for_http(f"http://127.0.0.1:{port}/api/status", SLOW, process, log)
         yield JupyterServer(port, root, process)
     finally:
         stop(process)

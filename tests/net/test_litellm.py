@@ -15,14 +15,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from support.http import free_port, wait_for_http
 
 from streamwidgets import arun
 from streamwidgets.server import DemoServer, scripted_answer
@@ -32,12 +31,6 @@ pytestmark = pytest.mark.gateway
 VENV = Path(os.environ.get("SW_LITELLM_VENV", Path.home() / ".cache" / "streamwidgets" / "litellm-venv"))
 MASTER_KEY = "sk-teacher-TEST-0123456789"
 PROMPT = "Explain recursion"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _config(upstream: str) -> str:
@@ -67,14 +60,13 @@ general_settings:
 
 
 @pytest.fixture(scope="module")
-def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def proxy(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> Iterator[str]:
     litellm = VENV / "bin" / "litellm"
     if not litellm.exists():  # scripts/test installs it before any test runs
         pytest.fail(f"no LiteLLM proxy at {litellm}: `source scripts/_setup.sh; setup_litellm` installs it")
-    upstream = DemoServer().start()
     home = tmp_path_factory.mktemp("litellm")
-    (home / "config.yaml").write_text(_config(upstream.base_url))
-    port = _free_port()
+    (home / "config.yaml").write_text(_config(demo_server.base_url))
+    port = free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_PROXY": "127.0.0.1,localhost"}
     log = open(home / "proxy.log", "wb")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
@@ -88,15 +80,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     started = time.monotonic()
     url = f"http://127.0.0.1:{port}"
     try:
-        while True:
-            try:
-                if httpx.get(f"{url}/health/liveliness", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() - started > 240:
-                pytest.fail("the LiteLLM proxy did not start:\n" + (home / "proxy.log").read_text()[-3000:])
-            time.sleep(0.5)
+        wait_for_http(f"{url}/health/liveliness", 240, process, home / "proxy.log")
         print(f"LiteLLM proxy ready after {time.monotonic() - started:.1f} s")
         yield f"{url}/v1"
     finally:
@@ -107,7 +91,6 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
-        upstream.stop()
 
 
 @pytest.fixture()

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from support.http import free_port
 
 from streamwidgets import arun, make_request
 from streamwidgets.core._events import ErrorEvent
@@ -130,11 +130,7 @@ def test_the_terminal_says_it_waits_and_how_many_tries_it_took(demo_server: Demo
 def test_a_dead_port_says_how_long_all_its_tries_took():
     """Nothing listens: every try fails to connect at once, the waits between them are what
     takes the time, and the header says so (not the last try's 2 ms)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     state = asyncio.run(arun("Hi", base_url=f"http://127.0.0.1:{port}/v1", model="m", retries=2))
     assert state.status == "error" and state.retry is not None and state.retry.tries == 3
     took = state.retry.took(state)
@@ -173,14 +169,8 @@ def test_no_retry_after_the_first_token(demo_server: DemoServer):
     assert len(demo_server.connections) - before == 2  # one stream each: nothing was sent twice
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_refused_connection_is_retried_until_the_server_is_up():
-    port = _free_port()
+    port = free_port()
     server = DemoServer(port=port)
     starter = threading.Timer(0.4, server.start)
     starter.start()

@@ -7,7 +7,7 @@
   starts in another process, `post` to the embedded demo provider, and raw reads with h11.
 
 The embedded demo provider itself (`streamwidgets.server.DemoServer`) is the `demo_server`
-fixture of `tests/conftest.py`, one for the whole run; `fresh_demo_server` makes one of a
-test's own (its own limits, its own connection records). `tests/` is on `sys.path` (see
-`tests/conftest.py`), so every test folder imports these as `support.hostile`, `support.http`.
+fixture of `tests/conftest.py`, one for the whole run (a test that needs its own limits or port
+makes its own with `with DemoServer(...)`). `tests/` is on `sys.path` (see `tests/conftest.py`),
+so every test folder imports these as `support.hostile`, `support.http`.
 """
