@@ -9,13 +9,14 @@ import time
 
 import httpx
 import pytest
+from support.hostile import JSON, HostileServer, Reply
+from support.http import free_port
 
 import streamwidgets as sw
 from streamwidgets import Chat, arun, astream, make_request, run
 from streamwidgets.core._errors import HTTPStatusError, IncompleteStreamError, StreamError
 from streamwidgets.core._events import Terminator, TextDelta
 from streamwidgets.net import Secret, Stream, as_source
-from streamwidgets.server import DemoServer
 
 SENTINEL = "sk-test-SENTINEL-0123456789abcdef0123"
 APIS = ("chat", "responses", "messages")
@@ -152,9 +153,8 @@ def test_raise_on_error_gives_typed_exceptions_with_state(demo_server):
 
 
 def test_connection_refused_is_a_readable_error():
-    with DemoServer() as s:
-        url = s.base_url
-    request = make_request("hi", base_url=url, model="demo")  # the server is gone now
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    request = make_request("hi", base_url=url, model="demo")  # nothing listens there
     state = go(arun(request))
     assert state.status == "error"
     # what the network did, with the fix, and never "the provider reported"
@@ -196,7 +196,9 @@ def test_cancel_while_waiting_for_the_first_token(demo_server):
         state = stream.state
         before = len(demo_server.connections)
         task = asyncio.get_running_loop().create_task(stream.run())
-        await asyncio.sleep(0.3)
+        # Cancel once the server has the request and is holding back its first token (5 s away).
+        while len(demo_server.connections) == before and not task.done():
+            await asyncio.sleep(0.005)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return state, await asyncio.to_thread(demo_server.wait_for_disconnect, 2.0, after=before)
@@ -557,45 +559,20 @@ def test_http_error_body_shapes():
     assert empty.message.startswith("The provider is unavailable") and empty.retry_after == 7.0
 
 
+#: A whole chat completion, sent by a server that ignores `stream=true`.
+WHOLE_ANSWER = {
+    "id": "x",
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Whole answer."}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+}
+
+
 def test_not_a_stream_json_answer_is_still_read():
     # A server that ignores stream=true answers with one JSON completion.
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            body = json.dumps(
-                {
-                    "id": "x",
-                    "model": "m",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": "Whole answer."},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        state = run(make_request("hi", base_url=f"http://127.0.0.1:{httpd.server_port}/v1", model="m"))
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    whole = Reply((json.dumps(WHOLE_ANSWER).encode(),), headers=JSON)
+    with HostileServer({"/whole/v1/chat/completions": whole}) as server:
+        state = run(make_request("hi", base_url=server.url("whole"), model="m"))
     assert (state.status, state.text, state.usage.total_tokens, state.finish_reason) == (
         "complete",
         "Whole answer.",
