@@ -2,9 +2,11 @@
 
 Each folder is a layer: `core` (sans-IO) at the bottom, then `markdown` and `server`, then `net`,
 `widgets` and `apps`. A module may import its own layer and the ones below it, never one above;
-the top-level `__init__` (the lazy facade) and `__main__` may import anything. The rule is read
-off the source itself (every `import` and `from ... import`, lazy ones inside functions too), so a
-shortcut upward fails here, not in a review.
+the top-level `__init__` (the lazy facade) and `__main__` may import anything. Across folders, a
+module imports through the other folder's `__init__` (`from ..core import StreamState`), never
+from its private modules (`from ..core._state import ...`). The rules are read off the source
+itself (every `import` and `from ... import`, lazy ones inside functions too), so a shortcut
+upward or inward fails here, not in a review.
 """
 
 from __future__ import annotations
@@ -97,6 +99,49 @@ def test_importing_the_core_loads_none_of_them():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def private_reaches(path: Path, source: str | None = None) -> list[str]:
+    """The imports of the module at `path` that reach into another top-level folder's private
+    modules: a component below the folder that starts with `_` (`streamwidgets.core._state`,
+    `streamwidgets.server.local._shared`, `from ..core import _formatting`)."""
+    own = layer_of(path)
+    found = []
+    for line, name in imported(path, source):
+        parts = name.split(".")
+        target = target_layer(name)
+        if target is None or target == own:
+            continue
+        if any(part.startswith("_") for part in parts[2:]):
+            found.append(f"line {line}: {name}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in modules() if layer_of(p) is not None], ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_imports_across_folders_go_through_their_init(path: Path):
+    reached = private_reaches(path)
+    assert reached == [], (
+        f"{path.name} imports another folder's private modules; export the name from its __init__: {reached}"
+    )
+
+
+def test_the_checker_sees_a_private_import_across_folders():
+    probe = PACKAGE / "widgets" / "_probe.py"  # never written: its text is given
+    assert private_reaches(probe, "def f():\n    from ..core._state import StreamState\n") == [
+        "line 2: streamwidgets.core._state",
+        "line 2: streamwidgets.core._state.StreamState",
+    ]
+    assert private_reaches(probe, "from ..core import _formatting as formatting\n") == [
+        "line 1: streamwidgets.core._formatting"
+    ]
+    assert private_reaches(probe, "from ..server.local._shared import X\n") != []
+    assert private_reaches(probe, "from ..core.dialects._request import X\n") != []
+    assert private_reaches(probe, "from ..core import StreamState, formatting\nfrom ..server.local import X\n") == []
+    assert private_reaches(probe, "from ._view import StreamView\n") == []  # its own folder
+    inside = PACKAGE / "core" / "_probe.py"
+    assert private_reaches(inside, "from .dialects._request import X\n") == []
 
 
 def test_the_checker_sees_an_upward_import():

@@ -21,11 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..core._formatting import one_line
-from ..core._redact import scrub
+from ..core import formatting, scrub
 from ..markdown import escape_html, quote_block, render_markdown
-from ..net._pipeline import Stream, on_every_part
-from ..net._sources import Live
+from ..net import Live, Stream, on_every_part
 
 __all__ = ["log_to", "log_parts", "log_entry", "log_report", "LogReport"]
 
@@ -143,11 +141,11 @@ class LogReport:
         for n, entry in enumerate(self.entries, 1):
             lines += [f"## {n}. {_heading(entry)}", "", f"*{_facts(entry)}*", ""]
             if entry.get("system"):
-                lines += ["**System:** " + one_line(entry["system"]), ""]
+                lines += ["**System:** " + formatting.one_line(entry["system"]), ""]
             lines += ["**Question:**", "", quote_block(entry.get("question") or "(no question recorded)"), ""]
             lines += ["**Answer:**", "", quote_block(entry.get("text") or "(no text)"), ""]
             if entry.get("status") != "complete":
-                lines += [f"> ⚠ {one_line(entry.get('message') or '')}", ""]
+                lines += [f"> ⚠ {formatting.one_line(entry.get('message') or '')}", ""]
         return "\n".join(lines).rstrip() + "\n"
 
     @property
@@ -269,8 +267,8 @@ def _summary(entries: list[dict[str, Any]]) -> str:
 
 
 def _heading(entry: Mapping[str, Any]) -> str:
-    question = one_line(entry.get("question") or "", 80)
-    return f"{one_line(str(entry.get('model') or 'unknown model'), 60)} — {question or 'no question'}"
+    question = formatting.one_line(entry.get("question") or "", 80)
+    return f"{formatting.one_line(str(entry.get('model') or 'unknown model'), 60)} — {question or 'no question'}"
 
 
 def _facts(entry: Mapping[str, Any]) -> str:
@@ -288,4 +286,4 @@ def _facts(entry: Mapping[str, Any]) -> str:
         facts.append(f"${usage['cost']:.4f}")
     if (entry.get("tries") or 1) > 1:
         facts.append(f"{entry['tries']} tries")
-    return " · ".join(one_line(f, 80).replace("*", "\\*") for f in facts if f)
+    return " · ".join(formatting.one_line(f, 80).replace("*", "\\*") for f in facts if f)

@@ -24,13 +24,8 @@ from typing import Any, Optional
 
 import anyio
 
-from ..core._events import Token
-from ..core._providers import APIS, PROVIDERS
-from ..core._recordings import is_recording
-from ..core._redact import scrub
-from ..net._pipeline import RunOptions, Stream
-from ..net._request import make_request
-from ..net._sources import Live, Source, replay
+from ..core import APIS, PROVIDERS, Token, is_recording, scrub
+from ..net import Live, RunOptions, Source, Stream, make_request, replay
 from ._terminal import TerminalPrinter, printable
 
 __all__ = ["main"]
@@ -333,8 +328,7 @@ def _run(args: argparse.Namespace) -> int:
 def _serve_local(args: argparse.Namespace) -> int:
     """One local model for a class, in the foreground: a fixed port and a key kept in a file, so
     that the class gateway is configured once (docs/classroom.md); it never leaves when idle."""
-    from ..server.local import find_weights, local_model_missing
-    from ..server.local._shared import CONTEXT_PER_SLOT, default_threads
+    from ..server.local import CONTEXT_PER_SLOT, default_threads, find_weights, local_model_missing
 
     missing = local_model_missing()
     if missing is not None:
@@ -365,8 +359,7 @@ def _serve_local(args: argparse.Namespace) -> int:
 
 def _pull(args: argparse.Namespace) -> int:
     """`pull --list` prints the catalog; `pull [NAME]` fetches the model and names where it went."""
-    from ..server.local._catalog import catalog_table
-    from ..server.local._pull import PullError, pull
+    from ..server.local import PullError, catalog_table, pull
 
     if args.list:
         print(catalog_table())

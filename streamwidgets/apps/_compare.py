@@ -24,19 +24,10 @@ from typing import Any, Optional, Union
 
 import ipywidgets as w
 
-from ..core import _formatting as formatting
-from ..core._limits import Limits
-from ..core._providers import Provider
-from ..core._state import StreamState
+from ..core import Limits, Provider, StreamState, formatting
 from ..markdown import escape_html
-from ..net._pipeline import PathLike
-from ..net._request import DEFAULT_STALL_TIMEOUT, Secret
-from ..net._retry import DEFAULT_RETRIES
-from ..net._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT
-from ..widgets._fallback import WIDGET_MIMETYPE
-from ..widgets._handle import StreamHandle
-from ..widgets._sync import Parts, set_traits
-from ..widgets._theme import stylesheet_widget
+from ..net import DEFAULT_MAX_STEPS, DEFAULT_RETRIES, DEFAULT_STALL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, PathLike, Secret
+from ..widgets import WIDGET_MIMETYPE, Parts, StreamHandle, set_traits, stylesheet_widget
 
 __all__ = ["compare", "Comparison", "ModelSpec", "comparison_rows", "comparison_html"]
 

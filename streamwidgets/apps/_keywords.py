@@ -24,14 +24,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from ..core._limits import LIMIT_NAMES, Limits
-from ..core._options import PACKAGE_OPTIONS, accepted, closest
-from ..net._pipeline import PathLike, RunOptions, Stream
-from ..net._reads import PAUSE, Pause
-from ..net._request import DEFAULT_STALL_TIMEOUT, Prompt, StreamRequest
-from ..net._retry import DEFAULT_RETRIES
-from ..net._sources import Source, as_source
-from ..net._tool_runner import Confirm, ToolLoop
+from ..core import LIMIT_NAMES, PACKAGE_OPTIONS, Limits, accepted, closest
+from ..net import (
+    DEFAULT_RETRIES,
+    DEFAULT_STALL_TIMEOUT,
+    PAUSE,
+    Confirm,
+    PathLike,
+    Pause,
+    Prompt,
+    RunOptions,
+    Source,
+    Stream,
+    StreamRequest,
+    ToolLoop,
+    as_source,
+)
 
 __all__ = ["AnySource", "REQUEST_KEYWORDS", "SinkKeywords", "logged"]
 

@@ -28,7 +28,7 @@ from typing import Any, Optional
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..core._providers import APIS, PROVIDERS
+from ..core import APIS, PROVIDERS
 from ._cli import _param, _positive, unknown_arguments
 
 __all__ = ["StreamMagics", "load_ipython_extension", "fill_variables", "parse_options", "tools_named"]

@@ -14,16 +14,20 @@ from typing import Any, Optional, Union
 
 import anyio
 
-from ..core._errors import HTTPStatusError, IncompleteStreamError, StreamError
-from ..core._events import Event
-from ..core._limits import Limits
-from ..core._providers import Provider
-from ..core._state import StreamState
-from ..net._pipeline import Notify, PathLike, Stream
-from ..net._reads import PAUSE, UNWATCHED_PAUSE, Pause
-from ..net._request import DEFAULT_STALL_TIMEOUT, Secret
-from ..net._retry import DEFAULT_RETRIES
-from ..net._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT
+from ..core import Event, HTTPStatusError, IncompleteStreamError, Limits, Provider, StreamError, StreamState
+from ..net import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_RETRIES,
+    DEFAULT_STALL_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
+    PAUSE,
+    UNWATCHED_PAUSE,
+    Notify,
+    PathLike,
+    Pause,
+    Secret,
+    Stream,
+)
 from ._keywords import AnySource, SinkKeywords, logged
 
 __all__ = ["arun", "run", "astream", "EventStream", "Awaited"]

@@ -16,20 +16,29 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TextIO, Union
 
-from ..core._limits import Limits
-from ..core._providers import Provider
-from ..core._state import StreamState
-from ..net._pipeline import PathLike, RunOptions
-from ..net._request import DEFAULT_STALL_TIMEOUT, Secret
-from ..net._retry import DEFAULT_RETRIES
-from ..net._sources import Source
-from ..net._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT
-from ..widgets._cells import deliver, under_runner
-from ..widgets._cells import watch as watch_cells
-from ..widgets._fallback import final_bundle, keeps_widget, placeholder_bundle
-from ..widgets._handle import StreamHandle, frame_pause
-from ..widgets._scheduler import scheduler_for
-from ..widgets._view import view_for
+from ..core import Limits, Provider, StreamState
+from ..net import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_RETRIES,
+    DEFAULT_STALL_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
+    PathLike,
+    RunOptions,
+    Secret,
+    Source,
+)
+from ..widgets import (
+    StreamHandle,
+    deliver,
+    final_bundle,
+    frame_pause,
+    keeps_widget,
+    placeholder_bundle,
+    scheduler_for,
+    under_runner,
+    view_for,
+    watch_cells,
+)
 from ._keywords import AnySource, SinkKeywords, logged
 from ._terminal import TerminalPrinter
 

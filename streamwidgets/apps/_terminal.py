@@ -12,10 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Optional, TextIO
 
-from ..core import _formatting as formatting
-from ..core._formatting import STATUS_WORDS
-from ..core._state import StreamState
-from ..net._sources import script_note
+from ..core import StreamState, formatting
+from ..net import script_note
 
 __all__ = ["TerminalPrinter", "printable"]
 
@@ -102,7 +100,7 @@ class TerminalPrinter:
         tokens, estimated = state.completion_tokens
         if tokens:
             about = "about " if estimated else ""
-            parts = [STATUS_WORDS.get(state.phase, state.phase), f"{about}{formatting.count(tokens)} tokens"]
+            parts = [formatting.STATUS_WORDS.get(state.phase, state.phase), f"{about}{formatting.count(tokens)} tokens"]
             if state.usage is not None and state.usage.prompt_tokens is not None:
                 parts.append(f"prompt {formatting.count(state.usage.prompt_tokens)}")
             if state.usage is not None and state.usage.cost is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core._formatting import one_line
+from ..core import formatting
 
 __all__ = ["conversation_markdown", "quote_block"]
 
@@ -26,7 +26,7 @@ def conversation_markdown(turns: Iterable[Mapping[str, Any]], *, title: str = "C
         role = message.get("role")
         content = str(message.get("content", ""))
         if role == "system":
-            lines += [f"**System:** {one_line(content)}", ""]
+            lines += [f"**System:** {formatting.one_line(content)}", ""]
         elif role == "user":
             lines += ["**You:**", "", quote_block(content), ""]
         elif role == "assistant":

@@ -5,9 +5,12 @@ decoding, retry before the first token, and recording. The only layer that does 
 from __future__ import annotations
 
 from ._conversation import Chat
-from ._pipeline import RunOptions, Stream, on_every_part, pump
-from ._request import DEFAULT_STALL_TIMEOUT, Secret, StreamRequest, make_request
-from ._sources import Labels, Live, Replay, Sdk, Source, SourceContext, as_source, replay, sdk
+from ._pipeline import Notify, PathLike, RunOptions, Stream, on_every_part, pump
+from ._reads import PAUSE, UNWATCHED_PAUSE, Pause
+from ._request import DEFAULT_STALL_TIMEOUT, Prompt, Secret, StreamRequest, make_request
+from ._retry import DEFAULT_RETRIES
+from ._sources import Labels, Live, Replay, Sdk, Source, SourceContext, as_source, replay, script_note, sdk
+from ._tool_runner import DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT, Confirm, ToolLoop
 
 __all__ = [
     "StreamRequest",
@@ -28,4 +31,16 @@ __all__ = [
     "pump",
     "on_every_part",
     "Chat",
+    "Prompt",
+    "PathLike",
+    "Notify",
+    "Pause",
+    "PAUSE",
+    "UNWATCHED_PAUSE",
+    "DEFAULT_RETRIES",
+    "ToolLoop",
+    "Confirm",
+    "DEFAULT_MAX_STEPS",
+    "DEFAULT_TOOL_TIMEOUT",
+    "script_note",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..core._state import StreamState
+from ..core import StreamState
 from ._pipeline import Notify, RunOptions, Stream
 from ._request import Secret, StreamRequest, make_request
 from ._sources import Live

@@ -35,9 +35,7 @@ from typing import Optional, Union
 import anyio
 import anyio.lowlevel
 
-from ..core._events import Event, Problem
-from ..core._feed import Feed, Item, StreamBroke, slices
-from ..core._state import StreamState
+from ..core import Event, Feed, Item, Problem, StreamBroke, StreamState, slices
 from ._reads import PAUSE, Pause
 from ._recording import RecordTarget
 from ._sources import TOOL_STEP_BREAK, Live, Replay, Source, SourceContext

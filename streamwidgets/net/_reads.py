@@ -59,7 +59,7 @@ import anyio
 import httpcore
 import httpx
 
-from ..core._chunked import Reframer
+from ..core import Reframer
 
 __all__ = [
     "Pause",

@@ -26,10 +26,17 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Optional, TextIO, Union
 
-from ..core._feed import Item
-from ..core._recordings import PathLike, Recording, as_recording, is_recording, recording_items
-from ..core._redact import ByteRedactor, Redactor
-from ..core._state import StreamState
+from ..core import (
+    ByteRedactor,
+    Item,
+    PathLike,
+    Recording,
+    Redactor,
+    StreamState,
+    as_recording,
+    is_recording,
+    recording_items,
+)
 
 __all__ = ["Recorder", "RecordTarget", "check_record_path", "timed_items", "paced"]
 

@@ -29,15 +29,22 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import anyio
 import httpx
 
-from ..core import _formatting as formatting
-from ..core._limits import DEFAULT_LIMITS, Limits
-from ..core._options import PACKAGE_OPTIONS, check_options
-from ..core._providers import CUSTOM, DEMO_FLAVORS, Api, Provider, get_provider
-from ..core._redact import Redactor
-from ..core._tools import Tool, as_tools
-from ..core.dialects import Dialect, dialect_class
-from ..core.dialects._logprobs import asked_alternatives, check_logprobs
-from ..core.dialects._request import TOKEN_LIMIT_NAMES, CallResult
+from ..core import (
+    CUSTOM,
+    DEFAULT_LIMITS,
+    DEMO_FLAVORS,
+    PACKAGE_OPTIONS,
+    Api,
+    Limits,
+    Provider,
+    Redactor,
+    Tool,
+    as_tools,
+    check_options,
+    formatting,
+    get_provider,
+)
+from ..core.dialects import TOKEN_LIMIT_NAMES, CallResult, Dialect, asked_alternatives, check_logprobs, dialect_class
 from ._decode import ACCEPT_ENCODING
 from ._retry import DEFAULT_RETRIES, RetryPolicy
 

@@ -28,10 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from ..core._errors import spent
-from ..core._events import ErrorEvent
-from ..core._feed import Item
-from ..core._state import RetryNote
+from ..core import ErrorEvent, Item, RetryNote, spent
 
 if TYPE_CHECKING:
     from ._sources import SourceContext

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from ..core._events import ErrorEvent
+from ..core import ErrorEvent
 
 __all__ = ["sdk_items", "sdk_event_bytes", "sdk_error", "sdk_provider"]
 

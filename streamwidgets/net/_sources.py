@@ -22,14 +22,27 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import httpx
 
-from ..core import _formatting as formatting
-from ..core._events import ErrorEvent, Event, Problem, Started
-from ..core._feed import Feed, Item
-from ..core._limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
-from ..core._providers import CUSTOM
-from ..core._recordings import RECORDING_ENDED, PathLike, Recording, as_recording
-from ..core._redact import Redactor
-from ..core._state import Origin, RetryNote, StreamState
+from ..core import (
+    CUSTOM,
+    DEFAULT_LIMITS,
+    LIMIT_NAMES,
+    RECORDING_ENDED,
+    ErrorEvent,
+    Event,
+    Feed,
+    Item,
+    Limits,
+    Origin,
+    PathLike,
+    Problem,
+    Recording,
+    Redactor,
+    RetryNote,
+    Started,
+    StreamState,
+    as_recording,
+    formatting,
+)
 from ..core.dialects import Normalizer
 from ._reads import PAUSE, Pause
 from ._recording import Recorder, paced, timed_items

@@ -28,10 +28,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ..core._redact import scrub
-from ..core._state import ToolCall
-from ..core._tools import DECLINED, MAX_ARGUMENT_CHARS, Tool, ToolInputError, ToolResult, encode_result
-from ..core.dialects._request import CallResult
+from ..core import DECLINED, MAX_ARGUMENT_CHARS, Tool, ToolCall, ToolInputError, ToolResult, encode_result, scrub
+from ..core.dialects import CallResult
 
 __all__ = ["ToolLoop", "run_calls", "DEFAULT_MAX_STEPS", "DEFAULT_TOOL_TIMEOUT", "Confirm"]
 

@@ -24,19 +24,22 @@ import anyio
 import httpcore
 import httpx
 
-from ..core._errors import (
+from ..core import (
+    ErrorEvent,
+    Event,
+    Item,
+    Problem,
+    Redactor,
+    StreamBroke,
     Where,
     connect_failed,
     connect_timed_out,
     connection_closed,
     error_from_http,
+    is_event_stream,
     stalled,
     summarize_body,
 )
-from ..core._events import ErrorEvent, Event, Problem
-from ..core._feed import Item, StreamBroke
-from ..core._redact import Redactor
-from ..core._sse import is_event_stream
 from ..core.dialects import WHOLE_BODY_LIMIT
 from ._decode import UndecodableBody, decoded
 from ._reads import GulpBackend, gulps

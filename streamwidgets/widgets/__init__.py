@@ -7,11 +7,16 @@ no frontend build.
 
 from __future__ import annotations
 
+from ._cells import deliver, under_runner
+from ._cells import watch as watch_cells
 from ._chat import ChatPanel
 from ._defaults import set_defaults
-from ._handle import StreamHandle, cancel_all
+from ._fallback import WIDGET_MIMETYPE, final_bundle, keeps_widget, placeholder_bundle
+from ._handle import StreamHandle, cancel_all, frame_pause
 from ._scheduler import FrameScheduler, scheduler_for
-from ._view import StreamView
+from ._sync import Parts, set_traits
+from ._theme import stylesheet_widget
+from ._view import StreamView, view_for
 
 __all__ = [
     "StreamHandle",
@@ -21,4 +26,17 @@ __all__ = [
     "set_defaults",
     "FrameScheduler",
     "scheduler_for",
+    # what `apps` uses
+    "view_for",
+    "frame_pause",
+    "watch_cells",
+    "under_runner",
+    "deliver",
+    "WIDGET_MIMETYPE",
+    "final_bundle",
+    "placeholder_bundle",
+    "keeps_widget",
+    "Parts",
+    "set_traits",
+    "stylesheet_widget",
 ]

@@ -15,7 +15,7 @@ from typing import Optional
 
 import ipywidgets as w
 
-from ..core._state import StreamState
+from ..core import StreamState
 from ._markdown_pane import MarkdownPane
 from ._sync import Parts, set_traits
 from ._traffic import NOTHING, Cost

@@ -15,8 +15,7 @@ from typing import Any, Optional
 import ipywidgets as w
 
 from ..markdown import conversation_markdown, escape_html, render_markdown
-from ..net._conversation import Chat
-from ..net._sources import Live
+from ..net import Chat, Live
 from ._fallback import WIDGET_MIMETYPE
 from ._handle import StreamHandle
 from ._scheduler import scheduler_for

@@ -12,9 +12,7 @@ from typing import Optional
 
 import ipywidgets as w
 
-from ..core import _formatting as formatting
-from ..core._events import Citation
-from ..core._state import StreamState
+from ..core import Citation, StreamState, formatting
 from ..markdown import escape_html, safe_url
 from ._sync import Parts, opened, set_traits
 from ._traffic import NOTHING, Cost

@@ -14,7 +14,7 @@ from typing import Optional
 
 import ipywidgets as w
 
-from ..core._state import StreamState
+from ..core import StreamState
 from ._sync import Parts, opened, set_traits, visible_classes
 from ._traffic import Cost
 

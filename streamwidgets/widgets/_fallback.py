@@ -24,8 +24,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..core._formatting import STATUS_WORDS, origin
-from ..core._state import StreamState
+from ..core import StreamState, formatting
 from ..markdown import safe_markdown, static_html, static_markdown
 from . import _panes
 from ._cells import under_runner
@@ -47,8 +46,8 @@ def status_line(state: StreamState, model: Optional[str], badge: Optional[str] =
     """ "offline demo standing in for openai · gpt-4.1-mini · done · 412 tokens" — plain text; the
     model name is the one that was requested, and the first part says where the answer came from
     when it was not a live provider (`state.origin`, else the view's badge)."""
-    parts = [p for p in (origin(state.origin, state.provider) or badge, model) if p]
-    parts.append(STATUS_WORDS.get(state.phase, state.phase))
+    parts = [p for p in (formatting.origin(state.origin, state.provider) or badge, model) if p]
+    parts.append(formatting.STATUS_WORDS.get(state.phase, state.phase))
     tokens, estimated = state.completion_tokens
     if tokens:
         parts.append(f"{'about ' if estimated else ''}{tokens:,} tokens")

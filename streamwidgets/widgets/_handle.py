@@ -19,13 +19,8 @@ from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import Any, Optional
 
-from ..core._events import ErrorEvent
-from ..core._redact import scrub
-from ..core._state import StreamState
-from ..net._pipeline import Notify, RunOptions, Stream
-from ..net._reads import PAUSE, UNWATCHED_PAUSE
-from ..net._request import StreamRequest
-from ..net._sources import Live, Source
+from ..core import ErrorEvent, StreamState, scrub
+from ..net import PAUSE, UNWATCHED_PAUSE, Live, Notify, RunOptions, Source, Stream, StreamRequest
 from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
 from ._scheduler import FrameScheduler

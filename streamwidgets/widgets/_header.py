@@ -13,12 +13,9 @@ import math
 import uuid
 from typing import Optional
 
-from ..core import _formatting as formatting
-from ..core._formatting import STATUS_WORDS
-from ..core._redact import Redact, unchanged
-from ..core._state import StreamState
+from ..core import Redact, StreamState, formatting, unchanged
 from ..markdown import escape_html
-from ..net._sources import Labels, script_note
+from ..net import Labels, script_note
 from ._sync import Parts, set_traits
 from ._traffic import NOTHING, Cost
 
@@ -142,7 +139,7 @@ def header_html(
     who = provider or state.provider  # the caller's label (a custom server's host) says more
     if who and who != name:
         items.append(f'<span class="sw-provider">via {escape_html(formatting.shorten(who, _MAX_NAME))}</span>')
-    word = STATUS_WORDS.get(phase, phase)
+    word = formatting.STATUS_WORDS.get(phase, phase)
     if phase == "complete" and state.finish == "length":
         word = "done · token limit reached"
     word = retry_words(state, now, word)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..core._state import StreamState
+from ..core import StreamState
 from ._traffic import Cost
 
 __all__ = ["Pane"]

@@ -19,9 +19,8 @@ from typing import Any, Generic, Literal, Optional, TypeVar
 
 import ipywidgets as w
 
-from ..core._redact import Redact
-from ..core._state import StreamState
-from ..net._sources import Labels
+from ..core import Redact, StreamState
+from ..net import Labels
 from . import _answer, _citations, _controls, _header, _problems, _reasoning, _toolcalls, _usage
 from ._answer import AnswerPane
 from ._citations import CitationsPane

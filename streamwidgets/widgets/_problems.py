@@ -11,9 +11,7 @@ from typing import Optional
 
 import ipywidgets as w
 
-from ..core import _formatting as formatting
-from ..core._redact import Redact, unchanged
-from ..core._state import StreamState
+from ..core import Redact, StreamState, formatting, unchanged
 from ..markdown import escape_html
 from ._sync import Parts, opened, set_traits, visible_classes
 from ._traffic import NOTHING, Cost

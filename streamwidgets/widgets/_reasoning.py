@@ -14,7 +14,7 @@ from typing import Optional
 
 import ipywidgets as w
 
-from ..core._state import StreamState
+from ..core import StreamState
 from ..markdown import escape_html
 from ._markdown_pane import MarkdownPane
 from ._sync import Parts, opened, set_traits

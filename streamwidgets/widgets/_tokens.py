@@ -25,8 +25,7 @@ from typing import Any, Optional
 
 import ipywidgets as w
 
-from ..core._events import Token
-from ..core._state import StreamState
+from ..core import StreamState, Token
 from ..markdown import DARK_CONTEXTS, escape_html
 from ._sync import Parts, opened, set_traits
 from ._theme import shared_model

@@ -21,9 +21,7 @@ from typing import Any, Optional
 
 import ipywidgets as w
 
-from ..core import _formatting as formatting
-from ..core._state import StreamState, ToolCall
-from ..core._tools import ToolResult
+from ..core import StreamState, ToolCall, ToolResult, formatting
 from ..markdown import escape_html
 from ._sync import Parts, closed, opened, set_traits, visible_classes
 from ._traffic import NOTHING, Cost

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from ..core import _formatting as formatting
-from ..core._state import StreamState
+from ..core import StreamState, formatting
 from ..markdown import escape_html
 from ._sparkline import TokenTrace, sparkline_svg
 from ._sync import Parts, set_traits, visible_classes

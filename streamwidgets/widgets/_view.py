@@ -29,9 +29,8 @@ from typing import Any, Optional
 
 import ipywidgets as w
 
-from ..core._redact import Redact, unchanged
-from ..core._state import RetryNote, StreamState, ToolCall
-from ..net._sources import Labels, Source
+from ..core import Redact, RetryNote, StreamState, ToolCall, unchanged
+from ..net import Labels, Source
 from . import _panes
 from ._citations import CitationsPane
 from ._controls import Controls

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ._chat import ChatDialect
 from ._gemini import GeminiDialect
+from ._logprobs import asked_alternatives, check_logprobs
 from ._messages import MessagesDialect
 from ._normalizer import (
     DIALECTS,
@@ -16,6 +17,7 @@ from ._normalizer import (
     detect_dialect,
     dialect_class,
 )
+from ._request import TOKEN_LIMIT_NAMES, CallResult
 from ._responses import ResponsesDialect
 
 __all__ = [
@@ -30,4 +32,8 @@ __all__ = [
     "dialect_class",
     "DIALECTS",
     "WHOLE_BODY_LIMIT",
+    "TOKEN_LIMIT_NAMES",
+    "CallResult",
+    "asked_alternatives",
+    "check_logprobs",
 ]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
-from ...core._options import FIELDS, STAND_IN_EXTRAS
+from ...core import FIELDS, STAND_IN_EXTRAS
 from .._edge import Rejection
 
 __all__ = [

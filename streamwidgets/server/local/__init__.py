@@ -13,10 +13,12 @@ docs/local-model.md has the details.
 from ._catalog import CATALOG, RECOMMENDED, Entry, catalog_table, entry_named
 from ._pull import PullError, pull
 from ._shared import (
+    CONTEXT_PER_SLOT,
     MISSING_MESSAGE,
     NO_WEIGHTS_MESSAGE,
     LocalModel,
     LocalModelError,
+    default_threads,
     local_model,
     local_model_missing,
     real_answers_hint,
@@ -40,6 +42,8 @@ __all__ = [
     "Weights",
     "WeightsError",
     "find_weights",
+    "CONTEXT_PER_SLOT",
+    "default_threads",
     "pull",
     "PullError",
 ]

