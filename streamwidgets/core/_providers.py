@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal, Optional
+from urllib.parse import urljoin
 
 __all__ = [
     "Api",
@@ -85,12 +86,17 @@ class Provider:
     note: str = ""
     #: The environment variable that can hold the base URL (a gateway the teacher runs).
     base_url_env: Optional[str] = None
-    #: An API this provider serves under another base URL than `base_url` (Gemini's chat).
+    #: An API this provider serves under another base URL than `base_url`: a whole URL (Gemini's
+    #: chat), or one relative to the base (LiteLLM's Google route, `../v1beta`).
     bases: tuple[tuple[str, str], ...] = field(default=())
 
-    def base_for(self, api: str) -> Optional[str]:
-        """Where `api` lives at this provider."""
-        return dict(self.bases).get(api, self.base_url)
+    def base_for(self, api: str, base_url: Optional[str] = None) -> Optional[str]:
+        """Where `api` lives at this provider, whose base URL is `base_url` (else its own)."""
+        base = base_url or self.base_url
+        other = dict(self.bases).get(api)
+        if other is None or base is None:
+            return base if other is None else other
+        return urljoin(base.rstrip("/") + "/", other)
 
     @property
     def default_api(self) -> Api:
@@ -247,10 +253,11 @@ PROVIDERS: dict[str, Provider] = {
             "litellm",
             "http://127.0.0.1:4000/v1",
             "LITELLM_API_KEY",
-            ("chat", "responses", "messages"),
+            APIS,
             None,
             model_env="LITELLM_MODEL",
             auth=BEARER,  # a virtual key is a bearer token on every route, /v1/messages too
+            bases=(("gemini", "../v1beta"),),  # Google's route: /v1beta/models/{model}:streamGenerateContent
             local_server="the LiteLLM proxy (`litellm --config config.yaml`)",
             note="a class gateway: the teacher's proxy, a virtual key per student (`LITELLM_BASE_URL`)",
             base_url_env="LITELLM_BASE_URL",

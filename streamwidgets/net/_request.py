@@ -365,9 +365,7 @@ def make_request(
         elif preset.base_for(chosen_api) is None:
             raise ValueError(f"provider {preset.name!r} has no base URL; pass base_url=")
         else:
-            base_url = (os.environ.get(preset.base_url_env) if preset.base_url_env else None) or preset.base_for(
-                chosen_api
-            )
+            base_url = preset.base_for(chosen_api, os.environ.get(preset.base_url_env) if preset.base_url_env else None)
             assert base_url is not None
             _check_base_url(base_url)
     model = model or (os.environ.get(preset.model_env) if preset.model_env else None) or preset.default_model

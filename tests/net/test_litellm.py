@@ -2,8 +2,8 @@
 
 The proxy runs from its own venv (`scripts/_setup.sh` `setup_litellm`, outside the repo: LiteLLM's
 pins would fight the project's), started here on a free port and stopped by its PID. Chat,
-Responses and Messages stream through it with `provider="litellm"` and the text and usage
-intact; a model over its budget gets LiteLLM's own error, in plain words, and is not retried.
+Responses, Messages and Gemini's native API (LiteLLM's Google route), and chat translated by
+LiteLLM into Gemini's, stream through it with `provider="litellm"` and the text and usage intact; a model over its budget gets LiteLLM's own error, in plain words, and is not retried.
 
 Offline, budgets are per deployment (kept in the proxy's memory): LiteLLM's per-student virtual
 keys need its Postgres database through Prisma, whose engines are fetched from a host outside the
@@ -45,6 +45,10 @@ model_list:
     litellm_params: {{model: openai/demo-tools, api_base: "{upstream}", api_key: upstream-demo}}
   - model_name: demo-tools-claude
     litellm_params: {{model: anthropic/demo-tools, api_base: "{root}", api_key: upstream-demo}}
+  - model_name: demo-gemini
+    litellm_params: {{model: gemini/demo, api_base: "{upstream}", api_key: upstream-demo}}
+  - model_name: demo-tools-gemini
+    litellm_params: {{model: gemini/demo-tools, api_base: "{upstream}", api_key: upstream-demo}}
   - model_name: demo-paid
     litellm_params:
       model: openai/demo
@@ -101,7 +105,16 @@ def student(proxy: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return proxy
 
 
-@pytest.mark.parametrize(("api", "model"), [("chat", "demo"), ("responses", "demo"), ("messages", "demo-claude")])
+@pytest.mark.parametrize(
+    ("api", "model"),
+    [
+        ("chat", "demo"),
+        ("responses", "demo"),
+        ("messages", "demo-claude"),
+        ("gemini", "demo-gemini"),  # Google's own route, /v1beta/models/{model}:streamGenerateContent
+        ("chat", "demo-gemini"),  # LiteLLM's Gemini provider, translating chat to Google's API
+    ],
+)
 def test_each_api_streams_through_the_gateway_with_text_and_usage_intact(student: str, api: str, model: str):
     state = asyncio.run(arun(PROMPT, provider="litellm", model=model, api=api))
     expected = scripted_answer("demo", PROMPT)
@@ -133,7 +146,14 @@ def get_weather(city: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("api", "model"), [("chat", "demo-tools"), ("responses", "demo-tools"), ("messages", "demo-tools-claude")]
+    ("api", "model"),
+    [
+        ("chat", "demo-tools"),
+        ("responses", "demo-tools"),
+        ("messages", "demo-tools-claude"),
+        ("gemini", "demo-tools-gemini"),
+        ("chat", "demo-tools-gemini"),
+    ],
 )
 def test_the_tool_loop_runs_through_the_gateway(student: str, api: str, model: str):
     """LiteLLM translates the tools field and the result turns of each API; the loop runs the

@@ -68,9 +68,10 @@ _TYPES = "type.googleapis.com/google.rpc."
 _PROTO = "type.googleapis.com/google.ai.generativelanguage.v1beta."
 
 #: The body's fields (Google's JSON also takes their snake-case names), and the embedded
-#: provider's own `demo` object.
+#: provider's own `demo` object. `model` repeats the path's (`models/...`), as proxies send it.
 _TOP = frozenset(
     [
+        "model",
         "contents",
         "systemInstruction",
         "generationConfig",
