@@ -33,7 +33,7 @@ def parse(
     """Parse a whole recorded `text/event-stream` body into its final `StreamState`.
 
     `source` is the bytes, an iterable of byte chunks, or a file path (a `str` is a path) to a
-    raw `text/event-stream` body or to a streamwidgets recording (see `recording.py`).
+    raw `text/event-stream` body or to a streamwidgets recording (see `core/_recordings.py`, written by `net/_recording.py`).
     `api` (chat / responses / messages) is detected from the first event when not given;
     `provider` switches on that provider's few own rules. Malformed input never raises: it
     ends up in `state.warnings`, and everything readable is kept. A body that is no event stream

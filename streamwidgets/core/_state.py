@@ -369,7 +369,7 @@ class StreamErrorInfo:
 
 @dataclass(frozen=True)
 class RetryNote:
-    """Tries before the first token (`retry.py`): how many were made, of how many allowed
+    """Tries before the first token (`net/_retry.py`): how many were made, of how many allowed
     (`retries` after the first), and — while waiting for the next one — until when (on the
     client's clock) and why, in the words the view shows ("rate limited by the provider")."""
 
@@ -421,7 +421,7 @@ class StreamState:
     ended_at: Optional[float] = None
     #: Bumped on every change, so that a view can skip frames where nothing happened.
     version: int = 0
-    #: Set only when a try was turned away and retried (`retry.py`). Not set by `__init__`: an
+    #: Set only when a try was turned away and retried (`net/_retry.py`). Not set by `__init__`: an
     #: answer that never retried reads the class default and has no instance attribute for it.
     retry: Optional[RetryNote] = field(default=None, init=False, repr=False, compare=False)
     #: Which scripted lesson (or scenario, or "none") of the embedded demo answered; None for a
@@ -757,7 +757,7 @@ class StreamState:
 
     def clip(self, chars: int) -> None:
         """Keep no more than `chars` characters of this part's output (a limit reached,
-        `limits.Limits`): what tends to come last is cut first — the tool calls' arguments (the
+        `core.Limits`): what tends to come last is cut first — the tool calls' arguments (the
         last call first; a model writes its words before it calls), then the answer text, the
         refusal, and last the reasoning. A cut answer does not reach its terminator, even if one
         arrived."""

@@ -1,6 +1,7 @@
 """The network edge: the request model, the sources (a live request, a replay, an SDK stream), the
 one feed loop that runs any of them, the HTTP transport (httpx + anyio), paced reads, body
-decoding, retry before the first token, and recording. The only layer that does network I/O."""
+decoding, retry before the first token, and recording. The client's side of every connection
+(the embedded provider's side is `server/`)."""
 
 from __future__ import annotations
 

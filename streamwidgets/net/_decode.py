@@ -3,7 +3,7 @@
 A transform of the raw chunks (`decoded()`), before anything reads or records them. Each chunk
 is inflated in pieces of at most `PIECE` bytes, one piece at a time as the reader asks for it, so
 a decompression bomb (a few kB that inflate to gigabytes) never sits in memory whole: the pieces
-go on to the SSE decoder and the state, whose limits (`limits.Limits`) discard an event too long
+go on to the SSE decoder and the state, whose limits (`core.Limits`) discard an event too long
 to keep and end an answer too long to keep, and to the error-body readers, which stop at their
 own limit. Inflating never waits for the network, so the feed loop (`_pipeline.pump`) is what
 hands the event loop back between pieces.

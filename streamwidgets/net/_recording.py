@@ -222,7 +222,7 @@ class Recorder:
 
     def restart(self) -> None:
         """Forget what came after the header: a try the provider turned away and that was
-        retried (`retry.py`) is not part of the answer."""
+        retried (`_retry.py`) is not part of the answer."""
         if self._bytes is not None:
             self._bytes.flush()
         self._status = None

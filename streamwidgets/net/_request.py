@@ -138,9 +138,9 @@ class StreamRequest:
     part: int = 1
     carried: str = ""
     #: Tries after the first when the provider turns the request away before any event (429,
-    #: 503, 529) or it cannot connect; 0 disables (`retry.py`). Never after the first byte.
+    #: 503, 529) or it cannot connect; 0 disables (`_retry.py`). Never after the first byte.
     retries: int = DEFAULT_RETRIES
-    #: How much of the stream is kept, and for how long it is read (`limits.Limits`).
+    #: How much of the stream is kept, and for how long it is read (`core.Limits`).
     limits: Limits = DEFAULT_LIMITS
     #: The functions the model may call (`tools=`), sent in the dialect's `tools` field; the
     #: stream runs the calls and sends their results back (`net/_tool_runner.py`).
@@ -286,7 +286,7 @@ def make_request(
     "qwen2.5-0.5b"); a name that cannot be run is a `ValueError` here. `include_usage` asks a chat server for its usage chunk (default:
     the preset's `stream_options`; pass False for a server that rejects unknown fields).
     `retries` bounds the tries after a 429/503/529 or a failed connect before the first event
-    (waiting as the provider asks; 0: no retry). The limits (`limits.Limits`, each with a default
+    (waiting as the provider asks; 0: no retry). The limits (`core.Limits`, each with a default
     no lesson reaches): `deadline=` seconds for the whole answer (default None: none;
     `stall_timeout=` still ends a stream that sends nothing), `max_answer_chars=` (4,000,000) of
     answer kept and shown, `max_event_chars=` (16 MiB) of one SSE event, `max_tool_calls=` (1,000)

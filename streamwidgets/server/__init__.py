@@ -4,7 +4,8 @@ Teachers and Binder workshops often have no API key; tests need a real peer. `st
 starts an OpenAI-compatible HTTP/1.1 server on 127.0.0.1 in a background thread (no key, no
 network) that speaks every wire API (`demo/apis/`) and each seed provider's quirks:
 
-    from . import start_server
+    import openai
+    from streamwidgets.server import start_server
     server = start_server()
     client = openai.OpenAI(base_url=server.base_url, api_key="demo")
     client.chat.completions.create(model="demo-reasoning", messages=[...], stream=True)

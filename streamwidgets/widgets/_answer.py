@@ -1,6 +1,6 @@
 """The answer pane: the growing markdown in a box of its own that follows the growing end.
 
-The box scrolls by itself (see `theme.py`): while the answer streams it is a `column-reverse`
+The box scrolls by itself (see `_theme.py`): while the answer streams it is a `column-reverse`
 container, so a reader at the bottom stays at the bottom. When the stream ends the box turns
 into a plain column (`sw-ended`), which shows the answer from its start: on a projector a finished
 long answer otherwise stayed scrolled to its end, its first lines out of sight under the header.

@@ -93,7 +93,7 @@ def live_elapsed(state: StreamState, now: Optional[float]) -> Optional[float]:
 
 
 def retry_words(state: StreamState, now: Optional[float], word: str) -> str:
-    """The status word with the retries in it (`retry.py`): the countdown while a turned-away try
+    """The status word with the retries in it (`net/_retry.py`): the countdown while a turned-away try
     waits ("rate limited by the provider — retrying in 12 s"), then how many tries it took."""
     retry = state.retry
     if retry is None:

@@ -5,7 +5,7 @@ Every model is a `comm_open` of about 1–2 KB and every trait change one comm m
 0.6 KB of envelope), so the frame scheduler budgets in messages and the view paces its frames by
 bytes. Parts share one `Layout` and one style model, carry their CSS classes from the start, and
 are hidden by a class rather than by a `Layout` of their own; the shared models are the
-kernel's (see `theme.shared_model`), so a new view opens no `Layout` or style model at all.
+kernel's (see `_theme.shared_model`), so a new view opens no `Layout` or style model at all.
 Panes report what they sent through these helpers (`set_traits`, `opened`, `closed`) as they
 send it, instead of guessing or walking the tree afterwards.
 """

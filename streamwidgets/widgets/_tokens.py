@@ -6,7 +6,7 @@ less likely ones (the tinted ones) an accessible label with the alternatives, wh
 keyboard focus show in a small box drawn by CSS alone (no script runs in widget HTML). Colour is
 never the only cue: the less likely tokens are also underlined, dotted and then solid. The tints
 come in a light and a dark set whose text keeps at least 4.5:1 contrast on them
-(`tests/widgets/test_token_view.py` computes it, `tests/browser/test_token_view.py` measures it).
+(`tests/widgets/test_token_view.py` computes it, `tests/browser/test_token_view_browser.py` measures it).
 
 Model tokens are untrusted text: every token and alternative is escaped, and labels are
 attributes built from escaped text. Bytes stay flat with the answer's length, as in the answer
