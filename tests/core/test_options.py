@@ -53,3 +53,13 @@ def test_documented_fields_pass(provider: str, api: str, field: str):
 def test_any_server_by_base_url_takes_every_api_s_fields():
     request = sw.make_request("hi", base_url="http://127.0.0.1:9/v1", model="m", top_k=5, thinking={"type": "enabled"})
     assert request.body()["top_k"] == 5
+
+
+def test_every_api_has_its_dialect_and_its_body_fields():
+    from streamwidgets.core import APIS
+    from streamwidgets.core.dialects import dialect_class
+
+    for api in APIS:
+        dialect = dialect_class(api)
+        assert dialect.name == api and dialect.title and dialect.fields
+        assert dialect.url("http://127.0.0.1:1/v1", "m").startswith("http://127.0.0.1:1/v1/")
