@@ -1,9 +1,11 @@
-"""What every test folder shares: the embedded provider on loopback, the layout check, and the
-guard that keeps real kernels out of the fast suite.
+"""What every test folder shares: the embedded provider on loopback, the layout check, the
+guard that keeps real kernels out of the fast suite, and Hypothesis's examples kept under
+`test-artifacts/` (tests write nowhere else in the repository).
 
 `tests/` itself is on `sys.path` (this conftest's folder, in pytest's default import mode), so
-every test, in whatever folder, imports the helpers here by name: `kernels`, `widget_harness`,
-`virtual_time`, `xss_payloads`, `hostile_server`, `key_forms`, `markdown_cases`, `html_audit`.
+every test, in whatever folder, imports the helpers here by name: `support` (the servers and HTTP
+helpers the tests share: `support.hostile`, `support.http`), `kernels`, `widget_harness`,
+`virtual_time`, `xss_payloads`, `key_forms`, `markdown_cases`, `html_audit`, `teaching_prompts`.
 """
 
 from __future__ import annotations
@@ -13,12 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 from layout import group_of, layout_problems
 
 from streamwidgets.net._request import OFFLINE_ENV
 from streamwidgets.server import DemoServer
 
 TESTS = Path(__file__).resolve().parent
+#: Where tests may write inside the repository (screenshots, logs, Hypothesis's examples).
+ARTIFACTS = TESTS.parent / "test-artifacts"
+
+# Hypothesis keeps the examples it found (and its caches) in `.hypothesis/` of the working
+# directory unless told.
+set_hypothesis_home_dir(ARTIFACTS / "hypothesis")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,7 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def demo_server() -> Iterator[DemoServer]:
-    """One embedded provider on 127.0.0.1 for the whole run (one per xdist worker), stopped at the end."""
+    """One embedded provider on 127.0.0.1 for the whole run (one per xdist worker), stopped at the
+    end. A test that needs a server of its own (its own limits, a port chosen before it starts)
+    says why, and makes it with `with DemoServer(...) as server:`."""
     server = DemoServer().start()
     try:
         yield server

@@ -1,5 +1,5 @@
 """Answers survive execution by a notebook runner and export (that their markdown form is inert
-is `tests/widgets/test_fallback.py`).
+is `tests/markdown/test_static.py`).
 
 The runners are the real command lines (`python -m nbconvert --execute`, `python -m papermill`),
 each starting a real kernel of this Python; the executed notebook is then exported with
