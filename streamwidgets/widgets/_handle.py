@@ -92,7 +92,7 @@ class StreamHandle:
         self._done_callbacks: list[Callable[[StreamHandle], None]] = []
         #: The IPython execution count of the cell whose output shows the view (see `_ipython_display_`).
         self.displayed_in: Optional[int] = None
-        #: Which cell started the current part (`cells.number()`), and what saves the answer in
+        #: Which cell started the current part (`_cells.number()`), and what saves the answer in
         #: the output that shows it (set by `show()`; None when nothing was displayed).
         self.started_in = 0
         #: The frontend's id of the cell that started it: running that cell again cancels it.

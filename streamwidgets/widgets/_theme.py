@@ -32,7 +32,7 @@ _SHARED_RULES = """
 /* Sizes follow `--sw-scale` (set per view by a `sw-scale-NNN` class, see `scale_widget`), so that
    text, code, math and the header grow together on a projector. Colours are our own variables:
    JupyterLab's light theme has no success or warning colour that reaches 4.5:1 on white, so the
-   light values are darker shades and the dark values (below) lighter ones; tests/test_theme.py
+   light values are darker shades and the dark values (below) lighter ones; tests/widgets/test_theme.py
    computes every text colour's contrast in both themes. */
 .sw-view, .sw-chat {
   --sw-text-size: calc(var(--sw-scale, 1) * var(--jp-content-font-size1, 14px));

@@ -36,7 +36,7 @@ def usage_html(
 ) -> str:
     """ "" when there is nothing to say yet (no usage and no token). `earlier` are the parts
     before a Continue: the line then ends with the totals of all parts. `sparkline` is the view's
-    tokens-per-100-ms trace (`sparkline.sparkline_svg`), shown after the counts."""
+    tokens-per-100-ms trace (`_sparkline.sparkline_svg`), shown after the counts."""
     usage = state.usage
     tokens, estimated = state.completion_tokens
     if usage is None and tokens == 0:

@@ -65,7 +65,7 @@ class DemoRequest:
     #: The reasoning is spent and counted but not sent (Gemini without `includeThoughts`).
     reasoning_hidden: bool = False
     #: A partial answer to carry on from: an assistant prefill (Messages), or an assistant turn
-    #: followed by a "Continue…" instruction (what `streamwidgets.continue_request` sends).
+    #: followed by a "Continue…" instruction (what `StreamRequest.continued()` sends).
     continuation: str = ""
     options: DemoOptions = DemoOptions()
     #: Alternatives per token when the request asked for log-probabilities (chat `logprobs`,
