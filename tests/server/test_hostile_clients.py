@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import httpx
 import pytest
-from raw_http import read_all, responses_in
+from support.http import read_all, responses_in
 
 from streamwidgets.server import DemoServer, ServerLimits
 

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.http import ENDPOINT, post
 
 from streamwidgets.server import (
     FLAVORS,
@@ -68,15 +69,6 @@ def weather_tools(api: str) -> list[dict[str, Any]]:
     if api == "responses":
         return [{"type": "function", **spec, "parameters": WEATHER_SCHEMA}]
     return [{**spec, "input_schema": WEATHER_SCHEMA}]
-
-
-ENDPOINT = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
-
-
-def post(
-    http: httpx.Client, server: DemoServer, api: str, body: dict[str, Any], flavor: str = "demo", **kw: Any
-) -> httpx.Response:
-    return http.post(f"{server.flavor_url(flavor)}/{ENDPOINT[api]}", json=body, **kw)
 
 
 def blocks(raw: bytes) -> list[str]:

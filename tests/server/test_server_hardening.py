@@ -23,7 +23,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from raw_http import read_all, responses_in
+from support.http import read_all, responses_in
 
 from streamwidgets.server import DemoServer, ServerLimits
 from streamwidgets.server.demo._tokens import count_tokens, tokenize

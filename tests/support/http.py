@@ -37,8 +37,15 @@ def free_port() -> int:
 def post(
     http: httpx.Client, server: DemoServer, api: str, body: dict[str, Any], flavor: str = "demo", **kw: Any
 ) -> httpx.Response:
-    """POST `body` to `api` ("chat", "responses" or "messages") of the demo provider's `flavor`."""
-    return http.post(f"{server.flavor_url(flavor)}/{ENDPOINT[api]}", json=body, **kw)
+    """POST `body` to `api` ("chat", "responses", "messages" or "gemini") of the demo provider's
+    `flavor`. Gemini's model and stream are in its path: its `body` names the model as the others
+    do, and the model is taken out of the body sent."""
+    if api == "gemini":
+        body = dict(body)
+        path = f"models/{body.pop('model')}:streamGenerateContent?alt=sse"
+    else:
+        path = ENDPOINT[api]
+    return http.post(f"{server.flavor_url(flavor)}/{path}", json=body, **kw)
 
 
 def _tail(log: Optional[Path], lines: int = 40) -> str:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_server import JSON, HostileServer, Reply
+from support.hostile import JSON, HostileServer, Reply
 from virtual_time import run_virtual
 from widget_harness import Played, Wire, markup_problems, walk, widget_strings
 

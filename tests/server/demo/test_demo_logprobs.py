@@ -9,19 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from support.http import post
 
 import streamwidgets as sw
-from streamwidgets.server import DemoServer
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
-PATHS = {"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}
 QUESTION = "What is a closure in Python?"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with DemoServer() as s:
-        yield s
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +35,6 @@ def body(api: str, **extra: Any) -> dict[str, Any]:
     return out
 
 
-def post(http: httpx.Client, server: DemoServer, api: str, payload: dict[str, Any]) -> httpx.Response:
-    return http.post(server.base_url + PATHS[api], json=payload)
-
-
 def data_lines(raw: bytes) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in raw.decode().splitlines() if line.startswith("data: {")]
 
@@ -63,8 +52,8 @@ def check_tokens(state) -> None:
     assert any(t.top[0][0] != t.text for t in state.tokens)
 
 
-def test_chat_chunks_carry_simulated_logprobs_in_openai_shape(server, http):
-    response = post(http, server, "chat", body("chat", logprobs=True, top_logprobs=5))
+def test_chat_chunks_carry_simulated_logprobs_in_openai_shape(demo_server, http):
+    response = post(http, demo_server, "chat", body("chat", logprobs=True, top_logprobs=5))
     assert response.status_code == 200 and response.headers["x-demo-script"] == "closures"
     chunks = data_lines(response.content)
     texts = [c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")]
@@ -77,31 +66,33 @@ def test_chat_chunks_carry_simulated_logprobs_in_openai_shape(server, http):
     check_tokens(sw.parse(response.content))
 
 
-def test_responses_deltas_carry_them_when_include_asks(server, http):
+def test_responses_deltas_carry_them_when_include_asks(demo_server, http):
     payload = body("responses", include=["message.output_text.logprobs"], top_logprobs=5)
-    response = post(http, server, "responses", payload)
+    response = post(http, demo_server, "responses", payload)
     assert response.status_code == 200
     check_tokens(sw.parse(response.content))
     done = [e for e in data_lines(response.content) if e.get("type") == "response.output_text.done"]
     assert len(done[0]["logprobs"]) == len(sw.parse(response.content).tokens)
 
 
-def test_whole_answers_carry_them_too(server, http):
-    chat = post(http, server, "chat", body("chat", stream=False, logprobs=True, top_logprobs=5))
+def test_whole_answers_carry_them_too(demo_server, http):
+    chat = post(http, demo_server, "chat", body("chat", stream=False, logprobs=True, top_logprobs=5))
     check_tokens(sw.parse(chat.content))
     payload = body("responses", stream=False, include=["message.output_text.logprobs"], top_logprobs=5)
-    check_tokens(sw.parse(post(http, server, "responses", payload).content))
+    check_tokens(sw.parse(post(http, demo_server, "responses", payload).content))
 
 
-def test_not_asked_means_none_sent(server, http):
-    response = post(http, server, "chat", body("chat"))
+def test_not_asked_means_none_sent(demo_server, http):
+    response = post(http, demo_server, "chat", body("chat"))
     assert all(c["choices"][0].get("logprobs") is None for c in data_lines(response.content) if c["choices"])
     assert sw.parse(response.content).tokens == ()
 
 
-def test_the_same_request_gets_the_same_probabilities_and_temperature_spreads_them(server, http):
+def test_the_same_request_gets_the_same_probabilities_and_temperature_spreads_them(demo_server, http):
     def tokens(**extra):
-        return sw.parse(post(http, server, "chat", body("chat", logprobs=True, top_logprobs=3, **extra)).content).tokens
+        return sw.parse(
+            post(http, demo_server, "chat", body("chat", logprobs=True, top_logprobs=3, **extra)).content
+        ).tokens
 
     assert tokens(temperature=0.7, seed=1) == tokens(temperature=0.7, seed=1)
     cold, hot = tokens(temperature=0), tokens(temperature=1.5)
@@ -111,7 +102,7 @@ def test_the_same_request_gets_the_same_probabilities_and_temperature_spreads_th
     assert mean(cold) > mean(hot) + 0.1
 
 
-def test_the_client_asks_for_them_with_logprobs_n(server):
+def test_the_client_asks_for_them_with_logprobs_n(demo_server):
     for api in ("chat", "responses"):
         state = sw.run(QUESTION, provider="demo", api=api, logprobs=2, demo=FAST)
         assert state.tokens and all(len(t.top) == 2 for t in state.tokens)
@@ -130,20 +121,20 @@ def test_the_client_asks_for_them_with_logprobs_n(server):
         ("responses", {"include": ["message.output_text.logprob"]}, "Invalid value: 'message.output_text.logprob'."),
     ],
 )
-def test_wrong_logprob_fields_get_openais_400(server, http, api, extra, message):
-    response = post(http, server, api, body(api, **extra))
+def test_wrong_logprob_fields_get_openais_400(demo_server, http, api, extra, message):
+    response = post(http, demo_server, api, body(api, **extra))
     assert response.status_code == 400
     assert message in response.json()["error"]["message"]
 
 
-def test_an_include_error_lists_the_supported_values(server, http):
-    response = post(http, server, "responses", body("responses", include=["nope"]))
+def test_an_include_error_lists_the_supported_values(demo_server, http):
+    response = post(http, demo_server, "responses", body("responses", include=["nope"]))
     error = response.json()["error"]
     assert "Supported values are:" in error["message"] and "'message.output_text.logprobs'" in error["message"]
     assert error["param"] == "include[0]"
 
 
-def test_messages_has_no_logprob_fields(server, http):
-    response = post(http, server, "messages", body("messages", logprobs=True))
+def test_messages_has_no_logprob_fields(demo_server, http):
+    response = post(http, demo_server, "messages", body("messages", logprobs=True))
     assert response.status_code == 400
     assert response.json()["error"]["message"].startswith("logprobs: Extra inputs are not permitted")

@@ -16,14 +16,14 @@ import httpx
 import jsonschema
 import openai
 import pytest
+from support.http import post
 
-from streamwidgets.server import DemoServer, script_for_request
+from streamwidgets.server import script_for_request
 
 FAST = {"tokens_per_second": 0, "first_token_delay": 0}
 KEY = "sk-demo-not-a-real-key"
 JSON = {"content-type": "application/json"}
 APIS = ("chat", "responses", "messages")
-ENDPOINT = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
 
 WEATHER = {
     "name": "get_weather",
@@ -95,10 +95,6 @@ def first_body(api: str, prompt: str, *tools: dict[str, Any], **extra: Any) -> d
     if tools:
         body["tools"] = declared(api, *tools)
     return {**body, **extra}
-
-
-def post(http: httpx.Client, server: DemoServer, api: str, body: dict[str, Any]) -> httpx.Response:
-    return http.post(f"{server.base_url}/{ENDPOINT[api]}", json=body)
 
 
 @pytest.fixture(scope="module")

@@ -179,12 +179,6 @@ def test_the_lesson_is_on_the_prompts_topic(prompt: str):
 # ---------------------------------------------------------------------------- over real HTTP
 
 
-@pytest.fixture(scope="module")
-def server():
-    with DemoServer() as running:
-        yield running
-
-
 def _ask(server: DemoServer, api: str, model: str, prompt: str, stream: bool = True) -> httpx.Response:
     body: dict[str, Any] = {"model": model, "stream": stream, "demo": FAST}
     if api == "responses":
@@ -216,9 +210,9 @@ def _answer_text(api: str, response: httpx.Response, stream: bool = True) -> str
     return "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta" and "text" in e["delta"])
 
 
-def test_every_documented_prompt_is_answered_by_its_lesson_over_http(server):
+def test_every_documented_prompt_is_answered_by_its_lesson_over_http(demo_server):
     for prompt in sorted(EXPECTED):
-        response = _ask(server, "chat", "demo", prompt)
+        response = _ask(demo_server, "chat", "demo", prompt)
         lesson = choose_lesson(prompt)
         assert response.headers["x-demo-script"] == lesson.title, prompt
         assert _answer_text("chat", response) == lesson.text, prompt
@@ -226,8 +220,8 @@ def test_every_documented_prompt_is_answered_by_its_lesson_over_http(server):
 
 @pytest.mark.parametrize("api", ["chat", "responses", "messages"])
 @pytest.mark.parametrize("stream", [True, False])
-def test_a_question_with_no_lesson_gets_the_reply_that_says_so(server, api: str, stream: bool):
-    response = _ask(server, api, "demo", "What is the capital of Mongolia?", stream)
+def test_a_question_with_no_lesson_gets_the_reply_that_says_so(demo_server, api: str, stream: bool):
+    response = _ask(demo_server, api, "demo", "What is the capital of Mongolia?", stream)
     assert response.headers["x-demo-script"] == "none"
     text = _answer_text(api, response, stream)
     assert text == NO_LESSON.text
@@ -294,8 +288,8 @@ def test_the_lesson_choice_is_deterministic():
         ("venym/demo-fast:online", "photosynthesis"),
     ],
 )
-def test_every_200_answer_says_what_answered_it(server, model: str, label: str):
-    response = _ask(server, "chat", model, "How does photosynthesis work?")
+def test_every_200_answer_says_what_answered_it(demo_server, model: str, label: str):
+    response = _ask(demo_server, "chat", model, "How does photosynthesis work?")
     assert response.headers["x-demo-script"] == label
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import streamwidgets.server as server_package
-from streamwidgets.server import FLAVORS, DemoServer, scripted_answer
+from streamwidgets.server import FLAVORS, scripted_answer
 from streamwidgets.server.demo._errors import scripted_rejection
 from streamwidgets.server.demo._models import demo_models
 from streamwidgets.server.demo._requests import parse_request
@@ -53,9 +53,8 @@ def test_the_table_is_printed_by_the_module():
         assert out.stdout == scenarios_table(style)
 
 
-def test_every_row_is_served_and_listed():
-    with DemoServer() as demo:
-        listed = [m["id"] for m in httpx.get(demo.base_url + "/models", timeout=10).json()["data"]]
+def test_every_row_is_served_and_listed(demo_server):
+    listed = [m["id"] for m in httpx.get(demo_server.base_url + "/models", timeout=10).json()["data"]]
     assert listed == demo_models()
     assert listed[: len(SCENARIOS)] == list(SCENARIOS) and "demo-http-529" in listed
     table = scenarios_table("markdown")
