@@ -16,7 +16,7 @@ its items go through it, and the feed loop decides what they become in the state
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -54,7 +54,7 @@ from ._transport import http_client, response_items
 if TYPE_CHECKING:
     from ..core.dialects import WholeBody
 
-__all__ = ["Source", "SourceContext", "Live", "Replay", "Sdk", "Labels", "as_source", "replay", "sdk"]
+__all__ = ["Source", "SourceContext", "Live", "heard_script", "Replay", "Sdk", "Labels", "as_source", "replay", "sdk"]
 
 #: What a tool step's next part starts with after the answer so far (a new paragraph).
 TOOL_STEP_BREAK = "\n\n"
@@ -234,7 +234,7 @@ class Live(Source):
 
     def labels(self) -> Labels:
         request = self.request
-        return Labels(
+        labels = Labels(
             model=request.model,
             provider=provider_label(request),
             api=request.api,
@@ -243,13 +243,32 @@ class Live(Source):
             note=request.offline_note or local_note(request),
             badge="local model" if request.local else "scripted demo" if request.embedded is not None else None,
         )
+        why = self.in_process()
+        if why is None:
+            return labels
+        from ._inprocess import with_note
+
+        return with_note(labels, why)
+
+    def in_process(self) -> Optional[str]:
+        """Why the scripted demo answers in-process (no socket), None when it does not: known
+        before the stream starts when the environment says so, or a start failed before."""
+        request = self.request
+        if request.embedded is None or request.base_url is not None or request.local:
+            return None
+        from ._inprocess import in_process_reason
+
+        return in_process_reason()
 
     def normalizer(self) -> Normalizer:
         return Normalizer(self.request.api, self.request.provider, alternatives=self.request.alternatives)
 
-    def resolved(self) -> Live:
-        request = self.request.resolved()
-        return self if request is self.request else Live(request)
+    def resolved(self) -> Source:
+        """The embedded provider started, or the demo in-process where no socket can be opened
+        (`_inprocess.resolve`, the one place that decides)."""
+        from ._inprocess import resolve
+
+        return resolve(self)
 
     def stamp(self, state: StreamState) -> None:
         state.model = state.model or self.request.model
@@ -285,13 +304,7 @@ class Live(Source):
             if (request.tools or "tools" in request.params) and not model.supports_tools:
                 yield [Problem(formatting.local_no_tools(model.weights.title))]
 
-        def heard(headers: httpx.Headers) -> None:
-            # The scripted demo — embedded, or served on a port for a class — read no question: it
-            # names the lesson that answers (`X-Demo-Script`), so that the view can say so.
-            script = headers.get("x-demo-script")
-            if script:
-                context.say(Started(script=script[:SCRIPT_LABEL_CHARS]))
-
+        heard = heard_script(context)
         async with http_client(request) as http:
             tries = retrying(
                 lambda: response_items(http, request, context, heard=heard), RetryPolicy(request.retries), context
@@ -477,6 +490,19 @@ def as_source(what: Union[Source, StreamRequest, Prompt], *, limits: Optional[Li
         return Live(make_request(what, **options))
     changed = {name: options.pop(name) for name in LIMIT_NAMES if name in options}
     return Live(make_request(what, **options)).bounded(limits, **changed)
+
+
+def heard_script(context: SourceContext) -> Callable[[Mapping[str, str]], None]:
+    """What a live source does with a 2xx's headers: the scripted demo — embedded, in-process, or
+    served on a port for a class — read no question; it names the lesson that answers
+    (`X-Demo-Script`), and the source says it through its context, so that the view can say so."""
+
+    def heard(headers: Mapping[str, str]) -> None:
+        script = headers.get("x-demo-script")
+        if script:
+            context.say(Started(script=script[:SCRIPT_LABEL_CHARS]))
+
+    return heard
 
 
 def script_note(state: StreamState) -> Optional[str]:

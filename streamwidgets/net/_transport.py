@@ -49,10 +49,19 @@ from ._retry import wait_hint
 if TYPE_CHECKING:
     from ._sources import SourceContext
 
-__all__ = ["GulpTransport", "environment_proxies", "gulp_client", "http_client", "response_items", "where"]
+__all__ = [
+    "ERROR_BODY_LIMIT",
+    "GulpTransport",
+    "not_a_stream",
+    "environment_proxies",
+    "gulp_client",
+    "http_client",
+    "response_items",
+    "where",
+]
 
 _CONNECT_TIMEOUT = 15.0
-_ERROR_BODY_LIMIT = 64 * 1024
+ERROR_BODY_LIMIT = 64 * 1024
 #: The most seconds spent reading an error's body (or the stall timeout, if shorter): the status
 #: is known already, and a body that stalls must not turn a 503 into "the stream stalled".
 _ERROR_BODY_WAIT = 10.0
@@ -311,7 +320,7 @@ async def response_items(
     try:
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
-                body, cut = await _read_limited(response, request, _ERROR_BODY_LIMIT)
+                body, cut = await _read_limited(response, request, ERROR_BODY_LIMIT)
                 body = request.redact_bytes(body)
                 context.record_response(response.status_code, body)
                 error = error_from_http(response.status_code, body, response.headers)
@@ -324,7 +333,7 @@ async def response_items(
             content_type = response.headers.get("content-type", "")
             if not is_event_stream(content_type):
                 body, _ = await _read_limited(response, request, WHOLE_BODY_LIMIT)
-                yield _not_a_stream(context, request.redact_bytes(body), content_type)
+                yield not_a_stream(context, request.redact_bytes(body), content_type)
                 return
             async for chunk in decoded(gulps(response, pause=context.pause), response.headers.get("content-encoding")):
                 yield chunk
@@ -341,7 +350,7 @@ async def response_items(
         raise StreamBroke(request.redact(connection_closed(exc))) from None
 
 
-def _not_a_stream(context: SourceContext, body: bytes, content_type: str) -> list[Event]:
+def not_a_stream(context: SourceContext, body: bytes, content_type: str) -> list[Event]:
     """A 2xx that is not an event stream: a whole JSON answer or error (read as `parse()` reads
     one, by the stream's dialect reader) — or a page, which is an error that names what arrived."""
     what = content_type or "no content type"

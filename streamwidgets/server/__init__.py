@@ -104,6 +104,10 @@ header and body size, connections at once, a full server giving the slot of the 
 to a newcomer), and every bad request gets a 4xx JSON error in its route's envelope;
 docs/embedded-server.md has the details.
 
+Where no socket can be opened (JupyterLite, a hub that forbids binding), `in_process()` answers
+the same routes with no socket (`DirectServer`), played by the code that writes a stream to a
+socket (`_edge/_play.py`): the same bytes at the same pace; docs/embedded-server.md.
+
 `local_model()` is the other offline provider: a real language model run by llama.cpp's own
 server (the `[local]` extra), one per user and model file, shared by their kernels, on loopback
 with a key of its own (`local/`); `local_model_missing()` says whether the extra is installed.
@@ -115,8 +119,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ._edge import ConnectionRecord
-from .demo import FLAVORS, SCENARIOS, DemoServer, Script, ServerLimits, build_script, parse_request, start_server
+from ._edge import ConnectionRecord, DirectResponse, DirectServer, Dropped
+from .demo import (
+    FLAVORS,
+    SCENARIOS,
+    DemoServer,
+    Script,
+    ServerLimits,
+    build_script,
+    in_process,
+    parse_request,
+    start_server,
+)
 from .local import LocalModel, LocalModelError, local_model, local_model_missing
 
 __all__ = [
@@ -125,6 +139,10 @@ __all__ = [
     "ConnectionRecord",
     "Script",
     "start_server",
+    "in_process",
+    "DirectServer",
+    "DirectResponse",
+    "Dropped",
     "scripted_answer",
     "script_for_request",
     "SCENARIOS",

@@ -7,6 +7,7 @@ bounded and guarded here (`ServerLimits`, `_guard`), whatever router it serves.
 
 from __future__ import annotations
 
+from ._direct import DirectResponse, DirectServer, Dropped
 from ._guard import LOOPBACK_NAMES, refusal, too_large
 from ._http import ServerLimits
 from ._records import ConnectionRecord, Registry
@@ -28,6 +29,9 @@ from ._server import LoopbackServer, RouterFactory
 
 __all__ = [
     "LoopbackServer",
+    "DirectServer",
+    "DirectResponse",
+    "Dropped",
     "RouterFactory",
     "ServerLimits",
     "ConnectionRecord",

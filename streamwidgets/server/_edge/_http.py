@@ -27,8 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
-import logging
-import math
 import secrets
 import socket
 import time
@@ -39,16 +37,13 @@ from typing import Any, Optional
 import h11
 
 from ._guard import refusal, too_large
+from ._play import Chunk, answer, play
 from ._records import Registry
-from ._replies import Cutoff, Frame, JsonReply, Rejection, Reply, Router, SilentReply, Stall, StreamReply
+from ._replies import JsonReply, Rejection, Reply, Router, SilentReply, StreamReply
 
 __all__ = ["ConnectionHandler", "ServerLimits"]
 
 _READ_SIZE = 65536
-#: Frames due this soon are written now, together, instead of sleeping below the clock's grain.
-_SLACK = 0.002
-#: Write out what is pending once it reaches this size (and let other connections run).
-_FLUSH_BYTES = 32 * 1024
 #: After refusing a request whose bytes may still be arriving, read (and drop) them this long,
 #: so that closing does not reset the connection before the client has read the answer.
 _LINGER = 1.0
@@ -59,7 +54,6 @@ _SEND_BUFFER = 128 * 1024
 #: Bytes a client must take in `write_timeout` seconds, while more waits for it, to count as reading.
 _PROGRESS = 64 * 1024
 _SERVER_HEADER = ("server", "streamwidgets-demo")
-_log = logging.getLogger("streamwidgets.server")
 
 
 @dataclass(frozen=True)
@@ -295,26 +289,16 @@ class ConnectionHandler:
         nonce = secrets.token_hex(12)
         if request.refused is not None:
             return self._router.refuse(request.target, request.refused, nonce)
-        try:
-            return await asyncio.to_thread(
-                self._router.route,
-                request.method,
-                request.target,
-                request.headers,
-                request.body,
-                now=time.time(),
-                nonce=nonce,
-            )
-        except Exception as exc:  # a bug: answer it like a provider would, and log it for us
-            _log.debug("the demo server failed on a request", exc_info=True)
-            rejection = Rejection(
-                500,
-                f"The demo server failed on this request ({type(exc).__name__}).",
-                type="server_error",
-                code="server_error",
-                anthropic_type="api_error",
-            )
-            return self._router.refuse(request.target, rejection, nonce)
+        return await asyncio.to_thread(
+            answer,
+            self._router,
+            request.method,
+            request.target,
+            request.headers,
+            request.body,
+            now=time.time(),
+            nonce=nonce,
+        )
 
     # -------------------------------------------------------------- reading
 
@@ -453,8 +437,8 @@ class ConnectionHandler:
             watcher = asyncio.ensure_future(
                 _watch(reader, conn, self._flood, lambda: self._registry.close(record, "client_disconnected"))
             )
-            pacer = _Pacer(conn, reply, self._registry, record, _Outlet(writer, self._limits.write_timeout))
-            streamer = asyncio.ensure_future(pacer.run())
+            outlet = _Outlet(writer, self._limits.write_timeout)
+            streamer = asyncio.ensure_future(_send(conn, reply, self._registry, record, outlet))
             try:
                 await asyncio.wait({watcher, streamer}, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -562,87 +546,28 @@ async def _watch(
         conn.receive_data(data)
 
 
-class _Pacer:
-    """Writes one stream's frames on the token clock, with heartbeats while waiting."""
-
-    def __init__(
-        self, conn: h11.Connection, reply: StreamReply, registry: Registry, record: int, outlet: _Outlet
-    ) -> None:
-        self.conn = conn
-        self.writer = outlet.writer
-        self.outlet = outlet
-        self.reply = reply
-        self.registry = registry
-        self.record = record
-        self.loop = asyncio.get_running_loop()
-        self.pending: list[bytes] = []
-        self.pending_size = 0
-        self.pending_tokens = 0
-        self.tokens = 0
-        self.last_write = self.loop.time()
-
-    async def run(self) -> str:
-        """Write the whole stream; `finished`, or `cutoff` when the connection must close."""
-        pacing = self.reply.pacing
-        start = self.loop.time()
-        rate = pacing.tokens_per_second
-        for step in self.reply.steps:
-            if isinstance(step, Frame):
-                if step.tokens or step.on_clock:
-                    position = self.tokens + max(step.tokens - 1, 0)
-                    due = start + pacing.first_token_delay + (position / rate if rate > 0 else 0.0)
-                    if due - self.loop.time() > _SLACK:
-                        await self.flush()
-                        await self.wait_until(due)
+async def _send(conn: h11.Connection, reply: StreamReply, registry: Registry, record: int, outlet: _Outlet) -> str:
+    """Write one stream as it is played (`_play.play`); `finished`, or `cutoff` when the
+    connection must close."""
+    played = play(reply)
+    try:
+        async for step in played:
+            if isinstance(step, Chunk):
                 if step.data:
-                    self.pending.append(step.data)
-                    self.pending_size += len(step.data)
-                self.tokens += step.tokens
-                self.pending_tokens += step.tokens
-                if self.pending_size >= _FLUSH_BYTES:
-                    await self.flush()
-            elif isinstance(step, Stall):
-                await self.flush()
-                await self.wait_until(math.inf)
-            elif isinstance(step, Cutoff):
-                await self.flush()
-                if not step.abort:
-                    self.outlet.write(self.conn.send(h11.EndOfMessage()))
-                return "cutoff"
-        await self.flush()
-        self.outlet.write(self.conn.send(h11.EndOfMessage()))
-        await self.outlet.drain()
-        return "finished"
-
-    async def flush(self) -> None:
-        if self.pending or self.pending_tokens:
-            data = b"".join(self.pending)
-            if data:
-                self.outlet.write(self.conn.send(h11.Data(data=data)))
-                self.last_write = self.loop.time()
-            self.registry.progress(self.record, data=len(data), tokens=self.pending_tokens)
-            self.pending.clear()
-            self.pending_size = self.pending_tokens = 0
-        await self.outlet.drain()
-        # drain() does not yield while the buffer is low: let the watcher and other streams run.
-        await asyncio.sleep(0)
-
-    async def wait_until(self, due: float) -> None:
-        """Sleep until `due`, writing the flavor's heartbeat after each `keepalive_interval` of silence."""
-        interval = self.reply.pacing.keepalive_interval
-        while True:
-            now = self.loop.time()
-            if now >= due:
-                return
-            beating = interval > 0 and (self.reply.heartbeat_mode == "silence" or self.tokens == 0)
-            beat_at = self.last_write + interval if beating else math.inf
-            if beat_at < due:
-                await asyncio.sleep(max(0.0, beat_at - now))
-                self.pending.append(self.reply.heartbeat)
-                self.pending_size += len(self.reply.heartbeat)
-                await self.flush()
-            elif math.isinf(due):
-                await asyncio.Event().wait()  # silence until the client leaves or the server stops
+                    outlet.write(conn.send(h11.Data(data=step.data)))
+                if step.data or step.tokens:
+                    registry.progress(record, data=len(step.data), tokens=step.tokens)
+                await outlet.drain()
+                # drain() does not yield while the buffer is low: let the watcher and other streams run.
+                await asyncio.sleep(0)
+            elif step.how == "finished":
+                outlet.write(conn.send(h11.EndOfMessage()))
+                await outlet.drain()
+                return "finished"
             else:
-                await asyncio.sleep(due - now)
-                return
+                if step.how == "cutoff":
+                    outlet.write(conn.send(h11.EndOfMessage()))
+                return "cutoff"
+    finally:
+        await played.aclose()
+    raise AssertionError("a played stream always ends with its Ending")

@@ -13,13 +13,14 @@ from ._flavors import FLAVORS
 from ._requests import parse_request
 from ._routes import DemoRouter
 from ._scenarios import SCENARIOS, Script, build_script, scenarios_table
-from ._server import DemoServer, ServerLimits, start_server
+from ._server import DemoServer, ServerLimits, in_process, start_server
 from .apis import APIS
 
 __all__ = [
     "DemoServer",
     "ServerLimits",
     "start_server",
+    "in_process",
     "DemoRouter",
     "APIS",
     "FLAVORS",

@@ -1,15 +1,16 @@
-"""`DemoServer`: the demo's routes served by the edge on a loopback port, in a thread of its own."""
+"""`DemoServer`: the demo's routes served by the edge on a loopback port, in a thread of its own;
+`in_process()`: the same routes answered in-process, where no socket can be opened."""
 
 from __future__ import annotations
 
 import threading
 from typing import Optional
 
-from .._edge import LoopbackServer, ServerLimits
+from .._edge import DirectServer, LoopbackServer, ServerLimits
 from ._flavors import FLAVORS
 from ._routes import DemoRouter
 
-__all__ = ["DemoServer", "ServerLimits", "start_server"]
+__all__ = ["DemoServer", "ServerLimits", "in_process", "start_server"]
 
 
 class DemoServer(LoopbackServer):
@@ -47,3 +48,16 @@ def start_server(host: str = "127.0.0.1", port: int = 0) -> DemoServer:
         if _shared is None or not _shared.running:
             _shared = DemoServer(host, port).start()
         return _shared
+
+
+_direct: Optional[DirectServer] = None
+
+
+def in_process() -> DirectServer:
+    """The process-wide demo answered in-process (no socket: `_edge/_direct.py`), made on first use.
+    Its paths are the server's: `/v1/...` for the plain routes, `/<flavor>/v1/...` for a flavor's."""
+    global _direct
+    with _shared_lock:
+        if _direct is None:
+            _direct = DirectServer(DemoRouter)
+        return _direct
