@@ -8,10 +8,11 @@ needs it whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .._edge import Pacing, Rejection
+from .._edge import Cutoff, Pacing, Rejection, Stall, Step, Steps
 from ._tokens import NO_PIECES, Pieces, TextPieces, joined
 
 __all__ = [
@@ -151,3 +152,19 @@ class Script:
             + len(self.text_tokens)
             + sum(len(call.argument_tokens) for call in self.tool_calls)
         )
+
+
+def ended(
+    script: Script, error: Callable[[ScriptError], Iterable[Step]], proper: Callable[[], Iterable[Step]]
+) -> Steps:
+    """How a scripted stream ends, the same in every API: its error in the API's own shape, a
+    cut-off, a stall, or the API's proper end."""
+    if script.ending == "error":
+        assert script.error is not None
+        yield from error(script.error)
+    elif script.ending == "cutoff":
+        yield Cutoff(script.cutoff_abort)
+    elif script.ending == "stall":
+        yield Stall()
+    else:
+        yield from proper()

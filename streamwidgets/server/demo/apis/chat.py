@@ -20,9 +20,7 @@ from ..._edge import Rejection
 from .._fields import BOOLEAN, STAND_IN_EXTRAS, Bound
 from .._flavors import ChatStyle, Flavor
 from .._frames import (
-    Cutoff,
     Frame,
-    Stall,
     Steps,
     comment,
     dumps,
@@ -31,7 +29,7 @@ from .._frames import (
     sse,
 )
 from .._logprobs import simulated_logprobs
-from .._script import Script, ScriptError
+from .._script import Script, ScriptError, ended
 from .._tokens import count_tokens
 from .._tools import PastCall, Rounds, Tool, ToolResult, ToolUse, plain_text
 from ._openai import (
@@ -246,16 +244,9 @@ def chat_stream(script: Script, flavor: Flavor) -> Steps:
     if held is not None:
         yield Frame(out.chunk(held[0], on_last), held[1])
         yield from (Frame(data, count) for data, count in after)
-    if script.ending == "error":
-        assert script.error is not None
-        yield Frame(out.error(script.error))
-    elif script.ending == "cutoff":
-        yield Cutoff(script.cutoff_abort)
-    elif script.ending == "stall":
-        yield Stall()
-    else:
-        for data in out.ending(finish):
-            yield Frame(data)
+    yield from ended(
+        script, lambda error: [Frame(out.error(error))], lambda: (Frame(data) for data in out.ending(finish))
+    )
 
 
 def chat_completion(script: Script, flavor: Flavor) -> dict[str, Any]:

@@ -32,9 +32,9 @@ from urllib.parse import unquote
 from ..._edge import Rejection
 from .._fields import BOOLEAN, Bound, Unknown, check_values, number_text, unknown_fields
 from .._flavors import Flavor
-from .._frames import Cutoff, Frame, Stall, Steps, dumps, ident
+from .._frames import Frame, Steps, dumps, ident
 from .._logprobs import simulated_logprobs
-from .._script import Script, ScriptError
+from .._script import Script, ScriptError, ended
 from .._tokens import count_tokens
 from .._tools import NO_SCHEMA, PastCall, Rounds, Tool, ToolChoice, ToolResult, ToolUse
 from ._spec import SSE, ApiSpec, Endpoint, Turn
@@ -630,15 +630,11 @@ def gemini_stream(script: Script, *, array: bool = False) -> Steps:
         count = sum(len(call.argument_tokens) for call in script.tool_calls)
         out.answer += count
         yield Frame(out.chunk(out.calls()), count)
-    if script.ending == "error":
-        assert script.error is not None
-        yield Frame(out.error(script.error))
-    elif script.ending == "cutoff":
-        yield Cutoff(script.cutoff_abort)
-    elif script.ending == "stall":
-        yield Stall()
-    else:
-        yield Frame(out.chunk([{"text": ""}], final=True) + out.close())
+    yield from ended(
+        script,
+        lambda error: [Frame(out.error(error))],
+        lambda: [Frame(out.chunk([{"text": ""}], final=True) + out.close())],
+    )
 
 
 def gemini_response(script: Script) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Optional
 from ..._edge import Rejection
 from .._fields import BOOLEAN, FIELDS, Bound, Unknown, number_text
 from .._flavors import Flavor
-from .._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
-from .._script import Citation, Script, ScriptError, TextBlock
+from .._frames import Frame, Steps, dumps, ident, sse
+from .._script import Citation, Script, ScriptError, TextBlock, ended
 from .._tools import PastCall, Rounds, Tool, ToolChoice, ToolResult, ToolUse, plain_text
 from ._spec import ApiSpec, Endpoint, Turn, text_of
 
@@ -271,17 +271,13 @@ def messages_stream(script: Script, flavor: Flavor) -> Steps:
     yield Frame(out.event("message_start", message=out.message([], None, start=True)))
     yield Frame(out.event("ping"))
     yield from out.content()
-    if script.ending == "error":
-        assert script.error is not None
-        yield Frame(out.error(script.error))
-    elif script.ending == "cutoff":
-        yield Cutoff(script.cutoff_abort)
-    elif script.ending == "stall":
-        yield Stall()
-    else:
+
+    def stop() -> Steps:
         delta = {"stop_reason": STOP_REASONS[script.ending], "stop_sequence": None}
         yield Frame(out.event("message_delta", delta=delta, usage=out.usage(final=True)))
         yield Frame(out.event("message_stop"))
+
+    yield from ended(script, lambda error: [Frame(out.error(error))], stop)
 
 
 def message_object(script: Script, flavor: Flavor) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from typing import Any, ClassVar, Optional
 from ..._edge import Rejection
 from .._fields import BOOLEAN, Bound
 from .._flavors import Flavor
-from .._frames import Cutoff, Frame, Stall, Steps, dumps, ident, sse
+from .._frames import Frame, Steps, dumps, ident, sse
 from .._logprobs import simulated_logprobs
-from .._script import Script, ScriptError
+from .._script import Script, ScriptError, ended
 from .._tokens import count_tokens
 from .._tools import PastCall, Rounds, Tool, ToolResult, ToolUse, plain_text
 from ._openai import SAMPLING, OpenAIApi, openai_choice, openai_list, openai_tool, openai_values
@@ -223,16 +223,10 @@ def responses_stream(script: Script, flavor: Flavor) -> Steps:
         yield from out.message()
     for index in range(len(script.tool_calls)):
         yield from out.function_call(index)
-    if script.ending == "error":
-        yield from out.failure(script.error)
-    elif script.ending == "cutoff":
-        yield Cutoff(script.cutoff_abort)
-    elif script.ending == "stall":
-        yield Stall()
-    elif script.ending == "length":
-        yield Frame(out.event("response.incomplete", response=out.response("incomplete")))
-    else:
-        yield Frame(out.event("response.completed", response=out.response("completed")))
+    status = "incomplete" if script.ending == "length" else "completed"
+    yield from ended(
+        script, out.failure, lambda: [Frame(out.event(f"response.{status}", response=out.response(status)))]
+    )
 
 
 def response_object(script: Script, flavor: Flavor) -> dict[str, Any]:
