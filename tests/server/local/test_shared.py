@@ -38,7 +38,7 @@ pytestmark = pytest.mark.local
 
 ROOT = Path(__file__).resolve().parents[3]
 #: The cap every local answer gets (`_host.SAMPLING_DEFAULTS`), which an answer must end within.
-CAP = 512
+CAP = 1024
 
 
 @pytest.fixture(scope="module")
