@@ -167,6 +167,14 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     serve = sub.add_parser("serve", help="run the embedded offline provider (OpenAI / Responses / Messages APIs)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page that may read the answers (CORS), e.g. a JupyterLite site on http://127.0.0.1:8000; "
+        "repeat for more. By default no page may.",
+    )
 
     local = sub.add_parser(
         "serve-local",
@@ -298,8 +306,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from ..server import DemoServer
 
-        server = DemoServer(args.host, args.port).start()  # bind first: announce only a real server
+        origins = [origin.rstrip("/") for origin in args.allow_origin]
+        server = DemoServer(args.host, args.port, allow_origins=origins).start()  # bind first: announce a real one
         print(f"streamwidgets embedded provider on {server.base_url} (Ctrl+C stops it)", flush=True)
+        if origins:
+            print(f"pages that may read its answers (CORS): {', '.join(origins)}", flush=True)
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 threading.Event().wait()

@@ -35,6 +35,7 @@ __all__ = [
     "Where",
     "connect_failed",
     "connect_timed_out",
+    "cors_refused",
     "stalled",
     "connection_closed",
     "StreamError",
@@ -211,6 +212,19 @@ def connect_failed(exc: BaseException, where: Where) -> str:
     if any(isinstance(c, ssl.SSLError) for c in causes) or "certificate" in text.lower():
         return f"A secure (TLS) connection to {where.host} failed: {_tls_words(text, where.host)}"
     return f"Could not connect to {where}: {text}."
+
+
+def cors_refused(where: Where, origin: str, headers: list[str]) -> str:
+    """A browser's refusal to hand this page a server's answer (CORS): the server answered, so
+    the fix is on its side — what it must allow, named for this page and this request."""
+    asked = ", ".join(sorted(headers)) or "content-type"
+    return (
+        f"The browser blocked the answer from {where}: the server answered, but does not allow this page "
+        f"({origin}) to read it (CORS). The server must allow this origin (`Access-Control-Allow-Origin: {origin}` "
+        f"or `*`) and, in its answer to the browser's OPTIONS preflight, the method POST and the headers "
+        f"`{asked}` (`Access-Control-Allow-Headers`). A class gateway does this with its CORS setting "
+        "(docs/jupyterlite.md)."
+    )
 
 
 def connect_timed_out(where: Where, seconds: float) -> str:

@@ -70,7 +70,7 @@ Origin = Literal["live", "offline demo", "replay", "sdk"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
 #: Error codes the client gives what the network did (no provider spoke): said as such.
-_NETWORK_CODES = frozenset(("connect_error", "connect_timeout"))
+_NETWORK_CODES = frozenset(("connect_error", "connect_timeout", "cors_refused"))
 #: The ends after which the model can be asked for the rest (or the request sent again).
 _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: What to do about a spent quota, budget or credit (said instead of offering a Retry).

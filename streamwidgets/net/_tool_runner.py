@@ -10,7 +10,9 @@ plain functions run in a worker thread so that the kernel stays responsive.
 
 A cancel (the view's button, `cancel_all()`) stops an async tool at its next `await` and stops
 waiting for a thread. A thread itself cannot be stopped in Python: a plain function that was
-cancelled or timed out runs on to its end in the background, and its result is dropped.
+cancelled or timed out runs on to its end in the background, and its result is dropped. In the
+browser (Pyodide) there are no threads: a plain function runs on the loop, so the page waits for
+it and `tool_timeout` is checked only when it returns.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -206,7 +209,11 @@ async def _call(tool: Tool, kwargs: dict[str, Any]) -> Any:
     """An async tool awaited here; a plain one in a thread of its own (a cancel stops the wait)."""
     if tool.is_async:
         return await tool.function(**kwargs)
-    value = await _in_thread(functools.partial(tool.function, **kwargs), tool.name)
+    if sys.platform == "emscripten":  # no threads in the browser
+        value = tool.function(**kwargs)
+        await anyio.lowlevel.checkpoint()  # where an outlasted `tool_timeout` is said
+    else:
+        value = await _in_thread(functools.partial(tool.function, **kwargs), tool.name)
     if inspect.isawaitable(value):  # a plain function that hands back a coroutine (a partial of an async def)
         value = await value
     return value

@@ -14,6 +14,7 @@ import functools
 import ipaddress
 import logging
 import ssl
+import sys
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -35,6 +36,7 @@ from ..core import (
     connect_failed,
     connect_timed_out,
     connection_closed,
+    cors_refused,
     error_from_http,
     is_event_stream,
     stalled,
@@ -42,6 +44,7 @@ from ..core import (
 )
 from ..core.dialects import WHOLE_BODY_LIMIT
 from ._decode import UndecodableBody, decoded
+from ._jsfetch import CorsRefused, FetchTransport
 from ._reads import GulpBackend, gulps
 from ._request import StreamRequest
 from ._retry import wait_hint
@@ -72,7 +75,7 @@ async def http_client(request: StreamRequest) -> AsyncIterator[httpx.AsyncClient
     timeout = httpx.Timeout(connect=_CONNECT_TIMEOUT, read=request.stall_timeout, write=30.0, pool=30.0)
     # Loopback never goes through a proxy, whatever HTTP_PROXY / ALL_PROXY say (university networks
     # set them): the embedded demo would break, and a local server's key would travel to the proxy.
-    trust_env = not _is_loopback(request.url)
+    trust_env = not is_loopback(httpx.URL(request.url).host)
     with _keys_out_of_the_logs(request.redactor):
         async with gulp_client(timeout=timeout, trust_env=trust_env) as http:
             yield http
@@ -89,7 +92,10 @@ def gulp_client(
     """httpx's client whose every connection reads in gulps (`_reads.GulpBackend`), through the two
     libraries' own extension points: httpx takes transports (`GulpTransport`, one per proxy), and
     httpcore's pools take a network backend. With `trust_env`, the proxies come from the
-    environment as httpx reads them (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`)."""
+    environment as httpx reads them (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`).
+    In the browser (Pyodide) the browser's `fetch` is the connection (`_jsfetch.FetchTransport`)."""
+    if sys.platform == "emscripten":
+        return httpx.AsyncClient(transport=FetchTransport(), timeout=timeout or httpx.Timeout(5.0), trust_env=False)
     context = verify if verify is not None else _tls(trust_env)
 
     def transport(via: Optional[str]) -> GulpTransport:
@@ -290,8 +296,8 @@ def _tls(trust_env: bool) -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=trust_env)
 
 
-def _is_loopback(url: str) -> bool:
-    host = httpx.URL(url).host
+def is_loopback(host: str) -> bool:
+    """Whether a host name is this machine (`localhost`, 127.0.0.0/8, ::1)."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -344,6 +350,8 @@ async def response_items(
             yield [ErrorEvent(connect_timed_out(where(request), _CONNECT_TIMEOUT), "connect_timeout")]
             return
         raise StreamBroke(stalled(request.stall_timeout)) from None
+    except CorsRefused as exc:
+        yield [ErrorEvent(cors_refused(where(request), exc.origin, exc.headers), "cors_refused")]
     except httpx.ConnectError as exc:
         yield [ErrorEvent(request.redact(connect_failed(exc, where(request))), "connect_error")]
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:

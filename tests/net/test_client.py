@@ -600,10 +600,10 @@ def test_loopback_never_goes_through_a_proxy(demo_server, monkeypatch):
     for base in (demo_server.base_url, demo_server.base_url.replace("127.0.0.1", "localhost")):
         state = go(arun(make_request("hi", model="demo", base_url=base, api_key=SENTINEL, **FAST)))
         assert state.status == "complete", (base, state.message)
-    from streamwidgets.net._transport import _is_loopback
+    from streamwidgets.net._transport import is_loopback
 
-    assert _is_loopback("http://[::1]:8000/v1") and _is_loopback("http://127.0.0.2/v1")
-    assert not _is_loopback("https://api.openai.com/v1") and not _is_loopback("http://10.0.0.5/v1")
+    assert is_loopback("::1") and is_loopback("127.0.0.2") and is_loopback("LOCALHOST".lower())
+    assert not is_loopback("api.openai.com") and not is_loopback("10.0.0.5")
 
 
 def test_a_key_is_stripped_on_the_way_in_and_a_chat_keeps_it_only_as_a_secret(demo_server):

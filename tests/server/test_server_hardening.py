@@ -504,6 +504,37 @@ def test_a_cross_origin_request_is_refused(server, origin, quiet_logs):
         assert not any(name.startswith("access-control-") for name in preflight.headers)
 
 
+def test_a_page_let_in_by_name_reads_answers_and_no_other_page_does(quiet_logs):
+    """`allow_origins` (a JupyterLite course on this machine): that exact origin gets its preflight
+    and CORS headers on every answer, streams and errors alike; a near miss is refused as before."""
+    page = "http://127.0.0.1:8000"
+    with DemoServer(allow_origins=[page]) as server, httpx.Client(timeout=10) as client:
+        preflight = client.options(
+            server.url + "/v1/chat/completions",
+            headers={
+                "origin": page,
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "authorization, content-type",
+            },
+        )
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == page
+        assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
+        assert "POST" in preflight.headers["access-control-allow-methods"]
+        for api, path in ROUTES.items():
+            response = client.post(server.url + path, json=body_for(api), headers={"origin": page})
+            assert response.status_code == 200, api
+            assert response.headers["access-control-allow-origin"] == page
+            assert response.headers["access-control-expose-headers"] == "*"  # X-Demo-Script, retry-after
+        refused = client.post(server.url + "/v1/chat/completions", json={"model": 1}, headers={"origin": page})
+        assert refused.status_code == 400 and refused.headers["access-control-allow-origin"] == page
+        for other in ("http://127.0.0.1:8001", "http://127.0.0.1:8000.evil.example", "https://127.0.0.1:8000"):
+            response = client.post(
+                server.url + "/v1/chat/completions", json=body_for("chat"), headers={"origin": other}
+            )
+            assert response.status_code == 403 and not any(n.startswith("access-control-") for n in response.headers)
+
+
 @pytest.mark.parametrize("origin", ["http://127.0.0.1:{port}", "http://localhost:{port}", None])
 def test_same_origin_and_no_origin_are_served(server, http, origin):
     headers = {"origin": origin.format(port=server.port)} if origin else {}

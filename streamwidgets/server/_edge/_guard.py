@@ -20,17 +20,23 @@ browser have meant?), and a request that frames its body both by `Content-Length
 `Transfer-Encoding` is refused and its connection closed, since the two readings disagree on
 where a second, smuggled request begins. A `Content-Length` beyond the body limit is refused here
 too, before a byte of the body is read. Pure: headers in, a `Rejection` or None out.
+
+A page may be let in by name (`allow_origins`, e.g. a JupyterLite course served on this machine,
+whose kernel has no sockets and asks through the browser's `fetch`): requests from exactly those
+origins pass the Origin rule, and their answers carry the CORS headers that let that page read
+them (`cors_headers`), a preflight included. No origin is allowed unless it is named; there is no
+wildcard.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Optional
 
 from ._replies import Rejection
 
-__all__ = ["refusal", "too_large", "LOOPBACK_NAMES"]
+__all__ = ["cors_headers", "refusal", "too_large", "LOOPBACK_NAMES"]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _QUOTED = 80  # characters of a foreign header value quoted back in a message
@@ -44,10 +50,12 @@ def refusal(
     local: tuple[str, int],
     max_body: int,
     server: str = "demo server",
+    allow_origins: Collection[str] = (),
 ) -> Optional[Rejection]:
     """Why this request must be refused, or None. `local` is the (address, port) the connection
     came in on; `headers` are the request's (name, value) pairs, names in lower case, repeats kept;
-    `server` names the server in the messages (the local model's server applies the same rules)."""
+    `server` names the server in the messages (the local model's server applies the same rules);
+    `allow_origins` are the pages let in by name."""
     address, port = local
     names = {*LOOPBACK_NAMES, _bracketed(address)}
     fields = dict(headers)
@@ -74,7 +82,11 @@ def refusal(
             anthropic_type="permission_error",
         )
     origin = origins[0] if origins else None
-    if origin is not None and _host_name(origin.lower().removeprefix("http://"), port) not in names:
+    if (
+        origin is not None
+        and origin not in allow_origins
+        and _host_name(origin.lower().removeprefix("http://"), port) not in names
+    ):
         return Rejection(
             403,
             f"Cross-origin requests are refused: the {server} answers scripts and SDKs, not web pages "
@@ -103,6 +115,23 @@ def refusal(
                 code="unsupported_media_type",
             )
     return None
+
+
+def cors_headers(method: str, headers: Mapping[str, str], allow_origins: Collection[str]) -> list[tuple[str, str]]:
+    """The CORS headers of the answer to a request from a page let in by name (none for any other
+    request); for a preflight (`OPTIONS` asking for a method), what it may send too."""
+    origin = headers.get("origin")
+    if origin is None or origin not in allow_origins:
+        return []
+    found = [("access-control-allow-origin", origin), ("vary", "origin"), ("access-control-expose-headers", "*")]
+    if method == "OPTIONS" and "access-control-request-method" in headers:
+        asked = headers.get("access-control-request-headers", "")
+        found += [
+            ("access-control-allow-methods", "GET, POST"),
+            ("access-control-allow-headers", asked or "content-type"),
+            ("access-control-max-age", "600"),
+        ]
+    return found
 
 
 def too_large(max_body: int, server: str = "demo server") -> Rejection:

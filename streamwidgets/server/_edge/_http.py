@@ -30,13 +30,13 @@ import http
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import h11
 
-from ._guard import refusal, too_large
+from ._guard import cors_headers, refusal, too_large
 from ._play import Chunk, answer, play
 from ._records import Registry
 from ._replies import JsonReply, Rejection, Reply, Router, SilentReply, StreamReply
@@ -169,10 +169,13 @@ class _Late(Exception):
 class ConnectionHandler:
     """Serves the requests of one server's connections; one call of `serve` per connection."""
 
-    def __init__(self, router: Router, registry: Registry, limits: ServerLimits) -> None:
+    def __init__(
+        self, router: Router, registry: Registry, limits: ServerLimits, allow_origins: Collection[str] = ()
+    ) -> None:
         self._router = router
         self._registry = registry
         self._limits = limits
+        self._allow_origins = frozenset(allow_origins)
         self._slots: set[_Slot] = set()
         #: Bytes a client may send while its answer is written (the next request, pipelined).
         self._flood = limits.max_headers + limits.max_body
@@ -212,7 +215,13 @@ class ConnectionHandler:
                 if request is None:
                     graceful = True
                     return
-                reply = await self._answer(request)
+                cors = cors_headers(request.method, request.headers, self._allow_origins)
+                if cors and request.method == "OPTIONS" and request.refused is None:
+                    reply: Reply = JsonReply(204, b"")  # a preflight from a page let in by name
+                else:
+                    reply = await self._answer(request)
+                if cors and not isinstance(reply, SilentReply):
+                    reply = replace(reply, headers=(*reply.headers, *cors))
                 keep_alive = await self._reply(conn, reader, writer, reply)
                 if not keep_alive or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     if conn.their_state is h11.SEND_BODY:
@@ -345,7 +354,14 @@ class ConnectionHandler:
                 pairs = [(name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in head.headers]
                 headers = dict(pairs)
                 target = head.target.decode("latin-1")
-                refused = refusal(head.method.decode("ascii"), target, pairs, local=local, max_body=limits.max_body)
+                refused = refusal(
+                    head.method.decode("ascii"),
+                    target,
+                    pairs,
+                    local=local,
+                    max_body=limits.max_body,
+                    allow_origins=self._allow_origins,
+                )
                 if refused is not None and refused.close:
                     break  # answered at once; nothing the client sends after it is read
                 if conn.they_are_waiting_for_100_continue:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from types import TracebackType
 from typing import Any, Optional, TypeVar
 
@@ -33,7 +33,8 @@ class LoopbackServer:
 
     `port=0` picks a free port; `url` and `port` are known once `start()` returned. `limits`
     bounds each connection (timeouts, body size, how many at once); the defaults suit every
-    notebook and SDK, tests pass smaller ones.
+    notebook and SDK, tests pass smaller ones. `allow_origins` names the web pages (origins such
+    as `http://127.0.0.1:8000`) that may read its answers through CORS; by default none may.
     """
 
     def __init__(
@@ -44,13 +45,14 @@ class LoopbackServer:
         *,
         limits: Optional[ServerLimits] = None,
         name: str = "streamwidgets-server",
+        allow_origins: Collection[str] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.limits = limits = limits or ServerLimits()
         self._name = name
         self._registry = Registry()
-        self._handler = ConnectionHandler(router(self._registry.snapshot), self._registry, limits)
+        self._handler = ConnectionHandler(router(self._registry.snapshot), self._registry, limits, allow_origins)
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None

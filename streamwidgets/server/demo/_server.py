@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Optional
 
 from .._edge import DirectServer, LoopbackServer, ServerLimits
@@ -18,11 +19,21 @@ class DemoServer(LoopbackServer):
 
     `port=0` picks a free port; `url`, `base_url` and `port` are known once `start()` returned.
     `limits` bounds each connection (timeouts, body size, how many at once); the defaults suit
-    every notebook and SDK, tests pass smaller ones.
+    every notebook and SDK, tests pass smaller ones. `allow_origins` names the web pages that may
+    read its answers (CORS), such as a JupyterLite site served on this machine; by default none.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, limits: Optional[ServerLimits] = None) -> None:
-        super().__init__(DemoRouter, host, port, limits=limits, name="streamwidgets-demo-server")
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        limits: Optional[ServerLimits] = None,
+        allow_origins: Collection[str] = (),
+    ) -> None:
+        super().__init__(
+            DemoRouter, host, port, limits=limits, name="streamwidgets-demo-server", allow_origins=allow_origins
+        )
 
     @property
     def base_url(self) -> str:
