@@ -1,0 +1,224 @@
+"""The two steps of `scripts/lite` that the JupyterLite addons have no option for.
+
+    python lite/pyodide_site.py distribution PYODIDE.tgz DEST
+    python lite/pyodide_site.py config CONFIG.json REQUIREMENTS.txt OUT.json WHEELS_DIR PLATFORM_WHEELS_DIR
+    python lite/pyodide_site.py finish SITE PLATFORM_WHEELS_DIR
+
+`distribution` unpacks the npm `pyodide` package into the Pyodide distribution the build copies
+into the site: the runtime (`pyodide.mjs`, `pyodide.asm.*`, `python_stdlib.zip`) and a
+`pyodide-lock.json` that lists only what the folder holds, i.e. no package. The npm lock names
+356 packages whose wheels are not in the npm package; handed to the `PyodideLockAddon` as it is,
+that lock is a "partial distribution": the addon turns every entry into a constraint on the CDN's
+URL (so `uv` would fetch from the CDN at build time) and gives the CDN as base URL to every entry
+it does not solve. With an empty lock, every package in the site's lock is one `uv` solved from
+PyPI, and every file name in it is relative.
+
+`config` writes the build's `jupyter_lite_config.json`: lite/'s, plus the project's wheel, the
+kernel's other packages (lite/requirements-pyodide.txt), and the versions pip chose for this
+platform as constraints of the solve.
+
+`finish` adds the packages that need a Pyodide build (pydantic-core: PyPI's
+`cp314-pyemscripten_2026_0_wasm32` wheel, downloaded by pip) to the site's lock. The pinned `uv`
+knows the Pyodide platforms only up to `wasm32-pyodide2025`, and pyodide-lock 0.1.3 checks a
+wheel's tag against `emscripten_5_0_3_wasm32`, so the build excludes them from the solve (the
+addon's `excludes`, which also drops the edges to them) and this step puts them back: the wheel
+next to the others, its entry, and the `depends` edges of the packages that require it. Then it
+checks the whole lock: relative file names only, every file in the site with its sha256, every
+dependency listed, and every wheel pure Python or built for this Pyodide's ABI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import tarfile
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+from urllib.parse import urlparse
+
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from pyodide_lock.utils import parse_top_level_import_name
+
+#: What the kernel loads from the npm package (the rest is the classic script, the console
+#: pages, type stubs and source maps).
+RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+LOCK = "pyodide-lock.json"
+#: Where the PyodideLockAddon puts the site's lock and its wheels, and how it names them.
+SITE_LOCK = Path("static/pyodide-lock") / LOCK
+SITE_PREFIX = "../../static/pyodide-lock/"
+
+
+def distribution(tarball: Path, dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with tarfile.open(tarball) as tar:
+        for name in (*RUNTIME, LOCK):
+            member = tar.getmember(f"package/{name}")
+            source = tar.extractfile(member)
+            assert source is not None, name
+            (dest / name).write_bytes(source.read())
+    lock = json.loads((dest / LOCK).read_text())
+    dropped = len(lock["packages"])
+    lock["packages"] = {}
+    (dest / LOCK).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    print(f"Pyodide {tarball.name}: runtime in {dest}, lock without the {dropped} packages the npm package lacks")
+
+
+def is_pure(wheel: Path) -> bool:
+    return all(tag.platform == "any" for tag in parse_wheel_filename(wheel.name)[3])
+
+
+def config(source: Path, requirements: Path, dest: Path, wheels: Path, platform_wheels: Path) -> None:
+    """The build's configuration: the local wheels (the project's; the kernel's stub of
+    widgetsnbextension, a notebook-classic extension without the 2 MB of it that a kernel has no
+    use for) are solved as they are, the packages that need a Pyodide build are excluded from the
+    solve (`finish` adds them), and every other version pip chose constrains it, so that the solve
+    and those builds agree (pydantic pins its pydantic-core exactly)."""
+    conf = json.loads(source.read_text())
+    lock = conf.setdefault("PyodideLockAddon", {})
+    lock["wheels"] = [*lock.get("wheels", []), str(wheels)]
+    lines = (line.split("#")[0].strip() for line in requirements.read_text().splitlines())
+    lock["specs"] = [*lock.get("specs", []), *filter(None, lines)]
+    pinned = []
+    local = {parse_wheel_filename(w.name)[0] for w in wheels.glob("*.whl")}
+    for wheel in sorted(platform_wheels.glob("*.whl")):
+        name, version, _, _ = parse_wheel_filename(wheel.name)
+        if name not in local:
+            pinned.append(f"{name}=={version}")
+        if not is_pure(wheel):
+            lock["excludes_extra"] = [*lock.get("excludes_extra", []), name]
+            print(f"   a Pyodide build: {wheel.name}")
+    lock["constraints"] = [*lock.get("constraints", []), *pinned]
+    dest.write_text(json.dumps(conf, indent=2) + "\n")
+
+
+def marker_environment(info: dict[str, str]) -> dict[str, str]:
+    """What `packaging.markers.default_environment()` says inside this Pyodide."""
+    python = info["python"]
+    return {
+        "implementation_name": "cpython",
+        "implementation_version": python,
+        "os_name": "posix",
+        "platform_machine": info.get("arch", "wasm32"),
+        "platform_release": info["platform"].partition("_")[2].replace("_", "."),
+        "platform_system": "Emscripten",
+        "platform_version": "#1",
+        "python_full_version": python,
+        "platform_python_implementation": "CPython",
+        "python_version": ".".join(python.split(".")[:2]),
+        "sys_platform": "emscripten",
+        "extra": "",
+    }
+
+
+def requirements(wheel: Path) -> list[Requirement]:
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        message = Parser().parsestr(zf.read(meta).decode())
+    return [Requirement(r) for r in message.get_all("Requires-Dist") or []]
+
+
+def needed(req: Requirement, env: dict[str, str]) -> bool:
+    return req.marker is None or Marker(str(req.marker)).evaluate(env)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def wheel_ok(file_name: str, python: str, abi_platform: str) -> bool:
+    """Pure Python, or built for this Pyodide (PEP 783: `pyemscripten_<abi>_wasm32`)."""
+    cp = "cp" + "".join(python.split(".")[:2])
+    for tag in parse_wheel_filename(Path(file_name).name)[3]:
+        if tag.abi == "none" and tag.platform == "any" and tag.interpreter.startswith("py3"):
+            return True
+        if tag.platform == abi_platform and (tag.abi == cp or tag.abi == "abi3"):
+            return True
+    return False
+
+
+def finish(site: Path, binary_dir: Path) -> None:
+    lock_path = site / SITE_LOCK
+    lock = json.loads(lock_path.read_text())
+    info, packages = lock["info"], lock["packages"]
+    env = marker_environment(info)
+    abi_platform = f"pyemscripten_{info['abi_version']}_{info.get('arch', 'wasm32')}"
+
+    added: dict[str, Path] = {}
+    for wheel in sorted(binary_dir.glob("*.whl")):
+        if is_pure(wheel):
+            continue
+        name, version, _, _ = parse_wheel_filename(wheel.name)
+        shutil.copy2(wheel, lock_path.parent / wheel.name)
+        packages[name] = {
+            "name": name,
+            "version": str(version),
+            "file_name": SITE_PREFIX + wheel.name,
+            "install_dir": "site",
+            "sha256": sha256(wheel),
+            "package_type": "package",
+            "imports": parse_top_level_import_name(wheel) or [],
+            "depends": sorted({canonicalize_name(r.name) for r in requirements(wheel) if needed(r, env)}),
+            "unvendored_tests": False,
+        }
+        added[name] = wheel
+    # The edges the solve dropped with the excluded packages.
+    for name, entry in packages.items():
+        wheel = lock_path.parent / entry["file_name"]
+        if name in added or not wheel.is_file():
+            continue
+        for req in requirements(wheel):
+            dep = canonicalize_name(req.name)
+            if dep in added and dep not in entry["depends"] and needed(req, env):
+                entry["depends"].append(dep)
+                print(f"  {name} depends on {dep} (a Pyodide build)")
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    names = ", ".join(f"{n} {packages[n]['version']}" for n in added)
+    print(f"  added to the site's lock: {names or 'nothing'}")
+
+    problems = []
+    root = site.resolve()
+    for name, entry in sorted(packages.items()):
+        file_name = entry["file_name"]
+        if urlparse(file_name).scheme or file_name.startswith("/"):
+            problems.append(f"{name}: not a relative file name: {file_name}")
+            continue
+        path = (lock_path.parent / file_name).resolve()
+        if root not in path.parents or not path.is_file():
+            problems.append(f"{name}: {file_name} is not in the site")
+        elif sha256(path) != entry["sha256"]:
+            problems.append(f"{name}: sha256 of {file_name} does not match")
+        if file_name.endswith(".whl") and not wheel_ok(file_name, info["python"], abi_platform):
+            problems.append(f"{name}: {Path(file_name).name} is neither pure Python nor built for {abi_platform}")
+        problems += [f"{name}: depends on {d}, which is not in the lock" for d in entry["depends"] if d not in packages]
+    config = json.loads((site / "jupyter-lite.json").read_text())
+    settings = config["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    options = settings.get("loadPyodideOptions", {})
+    for key, value in (("pyodideUrl", settings.get("pyodideUrl")), ("lockFileURL", options.get("lockFileURL"))):
+        if not (isinstance(value, str) and value.startswith("./") and (site / value).is_file()):
+            problems.append(f"jupyter-lite.json: {key} is not a file of the site: {value!r}")
+    if not settings.get("disablePyPIFallback"):
+        problems.append("jupyter-lite.json: disablePyPIFallback is not set")
+    missing = [p for p in options.get("packages", []) if canonicalize_name(p) not in packages]
+    problems += [f"jupyter-lite.json: prefetches {p}, which is not in the lock" for p in missing]
+    if problems:
+        sys.exit("The site's Pyodide lock is not self-contained:\n  " + "\n  ".join(problems))
+    print(f"  {lock_path.relative_to(site)}: {len(packages)} packages, every file in the site")
+
+
+if __name__ == "__main__":
+    command, *args = sys.argv[1:]
+    if command == "distribution":
+        distribution(Path(args[0]), Path(args[1]))
+    elif command == "config":
+        config(*map(Path, args))
+    elif command == "finish":
+        finish(Path(args[0]), Path(args[1]))
+    else:
+        sys.exit(__doc__)
