@@ -74,12 +74,15 @@ def is_pure(wheel: Path) -> bool:
     return all(tag.platform == "any" for tag in parse_wheel_filename(wheel.name)[3])
 
 
-def config(source: Path, requirements: Path, dest: Path, wheels: Path, platform_wheels: Path) -> None:
+def config(
+    source: Path, requirements: Path, constraints: Path, dest: Path, wheels: Path, platform_wheels: Path
+) -> None:
     """The build's configuration: the local wheels (the project's; the kernel's stub of
     widgetsnbextension, a notebook-classic extension without the 2 MB of it that a kernel has no
     use for) are solved as they are, the packages that need a Pyodide build are excluded from the
     solve (`finish` adds them), and every other version pip chose constrains it, so that the solve
-    and those builds agree (pydantic pins its pydantic-core exactly)."""
+    and those builds agree (pydantic pins its pydantic-core exactly); `constraints` holds every
+    package of the kernel (ipython's too, which pip never sees) at its pinned version."""
     conf = json.loads(source.read_text())
     lock = conf.setdefault("PyodideLockAddon", {})
     lock["wheels"] = [*lock.get("wheels", []), str(wheels)]
@@ -94,7 +97,8 @@ def config(source: Path, requirements: Path, dest: Path, wheels: Path, platform_
         if not is_pure(wheel):
             lock["excludes_extra"] = [*lock.get("excludes_extra", []), name]
             print(f"   a Pyodide build: {wheel.name}")
-    lock["constraints"] = [*lock.get("constraints", []), *pinned]
+    held = (line.split("#")[0].strip() for line in constraints.read_text().splitlines())
+    lock["constraints"] = [*lock.get("constraints", []), *pinned, *filter(None, held)]
     dest.write_text(json.dumps(conf, indent=2) + "\n")
 
 

@@ -69,8 +69,9 @@ Phase = Literal["waiting", "thinking", "answering", "complete", "incomplete", "e
 Origin = Literal["live", "offline demo", "replay", "sdk"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
-#: Error codes the client gives what the network did (no provider spoke): said as such.
-_NETWORK_CODES = frozenset(("connect_error", "connect_timeout", "cors_refused"))
+#: Error codes the client gives what the network (or this machine) did, when no provider spoke:
+#: said as such, never as "the provider reported".
+_NETWORK_CODES = frozenset(("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable"))
 #: The ends after which the model can be asked for the rest (or the request sent again).
 _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: What to do about a spent quota, budget or credit (said instead of offering a Retry).

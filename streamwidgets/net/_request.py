@@ -189,8 +189,11 @@ class StreamRequest:
         (`local_model()`) in a worker thread, so that the event loop keeps drawing widgets while
         the model loads. Raises `ImportError` (the install line) when the `[local]` extra is
         missing, `LocalModelError` when no model file is found or the server does not start."""
-        from ..server import local_model
+        from ..server import local_model, local_model_missing
 
+        missing = local_model_missing()
+        if missing is not None:  # said before a thread is asked for (the browser has none)
+            raise ImportError(missing)
         model = await anyio.to_thread.run_sync(lambda: local_model(self.weights), abandon_on_cancel=True)
         return replace(self, base_url=model.base_url, api_key=Secret(model.key), model=model.model), model
 

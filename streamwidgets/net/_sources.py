@@ -299,7 +299,8 @@ class Live(Source):
             try:
                 request, model = await request.started()  # the user's local model server, found or started
             except (ImportError, RuntimeError) as exc:  # the extra is missing, or the model did not start
-                yield [ErrorEvent(formatting.one_line(str(exc)), "local_model_unavailable")]
+                words = formatting.one_line(str(exc)).rstrip(".")
+                yield [ErrorEvent(f"{words[:1].upper()}{words[1:]}.", "local_model_unavailable")]
                 return
             if (request.tools or "tools" in request.params) and not model.supports_tools:
                 yield [Problem(formatting.local_no_tools(model.weights.title))]

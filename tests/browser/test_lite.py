@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import itertools
 import subprocess
 import threading
 import time
@@ -24,9 +25,11 @@ from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import pytest
-from notebook_driver import ARTIFACTS, SLOW
+from notebook_driver import ARTIFACTS, SLOW, Notebook, sample_lengths, wait_status
+from support.http import free_port
 
 import streamwidgets
+from streamwidgets.server import DemoServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -183,7 +186,11 @@ def lite(browser: Any, lite_url: str) -> Iterator[LitePage]:
     # On the context: the page's requests, and its workers' (the kernel runs in a Web Worker; the
     # contents go through JupyterLite's service worker).
     browser.route("**/*", guard)
-    page.on("response", lambda r: r.status >= 400 and lite.missing.append(f"{r.status} {r.url}"))
+    # The site's own files only: a provider's errors on another port are what some tests are about.
+    site = lite_url + "/"
+    page.on(
+        "response", lambda r: r.status >= 400 and r.url.startswith(site) and lite.missing.append(f"{r.status} {r.url}")
+    )
     started = time.monotonic()
     try:
         page.goto(f"{lite_url}/lab/index.html?path={NOTEBOOK}")
@@ -218,4 +225,181 @@ def test_pydantic_core_is_the_pyodide_build(lite: LitePage) -> None:
     outputs = lite.run_cell("import pydantic, pydantic_core; print(pydantic_core.__version__, pydantic.VERSION)")
     core, pydantic = text_of(outputs).split()
     assert core and pydantic.startswith("2."), (core, pydantic)
+    lite.assert_stayed_in_the_site()
+
+
+# --------------------------------------------------------------------------- streaming in the browser
+
+
+def last_view(index: str = "") -> str:
+    """A script that finds the last streaming view on the page (outside any comparison)."""
+    return "[...document.querySelectorAll('.sw-view')].filter(v => !v.closest('.sw-compare')).pop()" + index
+
+
+def wait_last_status(lite: LitePage, status: str, timeout: float = SLOW) -> None:
+    lite.page.wait_for_function(
+        f"(s) => {{ const v = {last_view()}; return !!v && !!v.querySelector('.sw-status-' + s); }}",
+        arg=status,
+        timeout=timeout * 1000,
+        polling=100,
+    )
+
+
+def last_answer_length(lite: LitePage) -> int:
+    return int(
+        lite.page.evaluate(
+            f"() => {{ const v = {last_view()}; const a = v && v.querySelector('.sw-answer');"
+            " return a ? a.textContent.length : 0; }"
+        )
+    )
+
+
+def last_view_text(lite: LitePage) -> str:
+    return str(lite.page.evaluate(f"() => {{ const v = {last_view()}; return v ? v.textContent : ''; }}"))
+
+
+def grows(lite: LitePage, *, past: int = 40, samples: int = 5, interval: float = 0.3) -> list[int]:
+    """Wait for the last view's answer to pass `past` characters, then sample its length."""
+    lite.page.wait_for_function(
+        f"(n) => {{ const v = {last_view()}; const a = v && v.querySelector('.sw-answer');"
+        " return !!a && a.textContent.length > n; }",
+        arg=past,
+        timeout=SLOW * 1000,
+        polling=100,
+    )
+    lengths = []
+    for _ in range(samples):
+        lengths.append(last_answer_length(lite))
+        time.sleep(interval)
+    return lengths
+
+
+def click_last(lite: LitePage, selector: str) -> None:
+    lite.page.evaluate(f"(sel) => {{ const v = {last_view()}; v.querySelector(sel).click(); }}", selector)
+
+
+def test_the_quickstart_runs_all_and_its_answer_grows_live(lite: LitePage) -> None:
+    """Run All on the quickstart, unchanged: the first answer grows while the cells go on, and
+    the notebook's own check says both answers completed; the view says the demo ran in-process."""
+    nb = Notebook(lite.page, NOTEBOOK)
+    nb.run_all()
+    lengths = sample_lengths(nb, samples=8, interval=0.35)
+    # The kernel has one thread: while a cell below builds its view, the stream waits a frame.
+    assert all(b >= a for a, b in itertools.pairwise(lengths)) and len(set(lengths)) >= 5, lengths
+    wait_status(nb, "complete", timeout=SLOW)
+    nb.wait_until_idle()
+    assert "both answers complete" in nb.outputs_text(), nb.errors_shown()
+    note = nb.text(".sw-view")
+    assert "ran in-process" in note and "browser" in note, note[:600]
+    view = lite.page.locator(".sw-view").first
+    view.scroll_into_view_if_needed()
+    view.screenshot(path=str(ARTIFACTS / "lite-quickstart.png"))
+    lite.page.screenshot(path=str(ARTIFACTS / "screenshot-lite.png"))  # the README's, with JupyterLite around it
+    lite.assert_stayed_in_the_site()
+
+
+def test_cancel_stops_the_answer_and_continue_goes_on(lite: LitePage) -> None:
+    lite.run_cell('h = sw.show("Tell me about recursion", model="demo-long", demo={"tokens_per_second": 40})')
+    grows(lite, past=150, samples=1)
+    click_last(lite, ".sw-cancel")
+    wait_last_status(lite, "cancelled", timeout=10)
+    held = []
+    for _ in range(4):
+        held.append(last_answer_length(lite))
+        time.sleep(0.4)
+    assert len(set(held)) == 1 and held[0] > 150, f"the text changed after Cancel: {held}"
+    click_last(lite, ".sw-continue")
+    lengths = grows(lite, past=held[0] + 20, samples=3)
+    assert lengths[-1] > held[0], (held, lengths)
+    out = text_of(lite.run_cell("print(h.state.status, len(h.state.parts))"))
+    assert out.split()[1] == "2", out  # the cancelled part and the one Continue asked for
+    lite.assert_stayed_in_the_site()
+
+
+def test_a_recording_replays_and_the_token_view_fills(lite: LitePage) -> None:
+    lite.run_cell(
+        'state = await sw.arun("What is a closure?", record="closure.jsonl")\n'
+        'r = sw.show(sw.replay("closure.jsonl", speed=4))'
+    )
+    wait_last_status(lite, "complete")
+    out = text_of(lite.run_cell("print((await r).text == state.text, len(state.text))"))
+    assert out.split()[0] == "True" and int(out.split()[1]) > 100, out
+    lite.run_cell('t = sw.show("What is a closure?", logprobs=5)')
+    wait_last_status(lite, "complete")
+    marks = lite.page.evaluate(f"() => {last_view()}.querySelectorAll('.sw-tokens-flow mark.sw-t').length")
+    assert marks > 20, marks
+    lite.assert_stayed_in_the_site()
+
+
+def test_compare_runs_two_views(lite: LitePage) -> None:
+    lite.run_cell('c = sw.compare("Explain recursion with a small example.", ["demo", "demo-reasoning"])')
+    lite.page.wait_for_function(
+        "() => document.querySelectorAll('.sw-compare-row > .sw-view').length === 2"
+        " && [...document.querySelectorAll('.sw-compare-row > .sw-view')].every(v => v.querySelector('.sw-status-complete'))",
+        timeout=SLOW * 1000,
+        polling=200,
+    )
+    lite.assert_stayed_in_the_site()
+
+
+def test_the_local_model_says_it_cannot_run_in_the_browser(lite: LitePage) -> None:
+    out = text_of(lite.run_cell('s = await sw.arun("hi", provider="local")\nprint(s.status, "|", s.message)'))
+    assert "cannot run in the browser" in out, out
+
+
+# --------------------------------------------------------------------------- a live provider through fetch
+
+
+def test_a_live_provider_that_allows_the_site_streams_and_cancel_closes_its_connection(
+    lite: LitePage, lite_url: str
+) -> None:
+    """The embedded provider as a live one on another port, letting the site's origin read its
+    answers (CORS): the browser's fetch streams into the view, the lesson header it exposes is read,
+    and Cancel aborts the fetch, so the server sees the client leave."""
+    with DemoServer(allow_origins=[lite_url]) as server:
+        base = server.base_url
+        lite.run_cell(f'live = sw.show("What is a closure?", base_url="{base}", api_key="sk-class-key", model="demo")')
+        wait_last_status(lite, "complete")
+        text = last_view_text(lite)
+        assert "ran in-process" not in text, text[:600]  # over the network, through fetch
+        assert "closure" in text.lower() and "prepared lesson" in text.lower(), text[:600]  # X-Demo-Script, exposed
+        lite.run_cell(
+            f'long = sw.show("Tell a long story", base_url="{base}", api_key="sk-class-key", model="demo-long",'
+            ' demo={"tokens_per_second": 40})'
+        )
+        lengths = grows(lite, past=150, samples=6, interval=0.4)
+        assert all(b >= a for a, b in itertools.pairwise(lengths)) and len(set(lengths)) >= 5, lengths
+        click_last(lite, ".sw-cancel")
+        wait_last_status(lite, "cancelled", timeout=10)
+        deadline = time.monotonic() + 10
+        mine = []
+        while time.monotonic() < deadline:
+            mine = [c for c in server.connections if c.scenario == "demo-long"]
+            if mine and all(c.outcome != "open" for c in mine):
+                break
+            time.sleep(0.2)
+        assert [c.outcome for c in mine] == ["client_disconnected"], mine
+        assert [c.model for c in server.connections].count("demo") == 1
+    lite.assert_stayed_in_the_site()
+
+
+def test_a_provider_that_refuses_the_site_is_said_to_refuse_it_and_a_dead_port_to_be_dead(
+    lite: LitePage, lite_url: str
+) -> None:
+    with DemoServer() as server:  # grants no page: a CORS refusal
+        out = text_of(
+            lite.run_cell(
+                f's = await sw.arun("hi", base_url="{server.base_url}", api_key="k", model="demo")\nprint(s.message)'
+            )
+        )
+    assert "The browser blocked the answer from http://127.0.0.1:" in out, out
+    assert f"Access-Control-Allow-Origin: {lite_url}" in out and "authorization" in out, out
+    assert "k\n" not in out
+    port = free_port()
+    out = text_of(
+        lite.run_cell(
+            f's = await sw.arun("hi", base_url="http://127.0.0.1:{port}/v1", api_key="k", model="demo", retries=0)\nprint(s.message)'
+        )
+    )
+    assert f"Nothing answers on 127.0.0.1:{port}" in out, out
     lite.assert_stayed_in_the_site()

