@@ -521,6 +521,16 @@ def test_a_page_let_in_by_name_reads_answers_and_no_other_page_does(quiet_logs):
         assert preflight.headers["access-control-allow-origin"] == page
         assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
         assert "POST" in preflight.headers["access-control-allow-methods"]
+        assert "access-control-allow-private-network" not in preflight.headers
+        public = client.options(
+            server.url + "/v1/chat/completions",
+            headers={
+                "origin": page,
+                "access-control-request-method": "POST",
+                "access-control-request-private-network": "true",
+            },
+        )
+        assert public.status_code == 204 and public.headers["access-control-allow-private-network"] == "true"
         for api, path in ROUTES.items():
             response = client.post(server.url + path, json=body_for(api), headers={"origin": page})
             assert response.status_code == 200, api

@@ -131,6 +131,8 @@ def cors_headers(method: str, headers: Mapping[str, str], allow_origins: Collect
             ("access-control-allow-headers", asked or "content-type"),
             ("access-control-max-age", "600"),
         ]
+        if headers.get("access-control-request-private-network") == "true":  # a public page asks for loopback
+            found.append(("access-control-allow-private-network", "true"))
     return found
 
 
