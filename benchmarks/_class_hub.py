@@ -52,6 +52,8 @@ CHP_DIR = Path(os.environ.get("SW_CHP_DIR", CACHE / "chp"))
 PROMPT = "Explain recursion"
 MODEL = "demo"
 RECONNECTS = 5
+#: Seconds a kernel may still be exiting after its server left (seen once in CI: all three, at once).
+_EXIT_GRACE = 10.0
 SETUP_HINT = "`source scripts/_setup.sh; setup_litellm; setup_hub` installs it (scripts/test does)"
 
 #: Run in each kernel after the notebook: what the driver reads back (never the key).
@@ -733,6 +735,11 @@ class ClassHub:
         for process in self.processes.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=30)
+        # A server asks its kernels to shut down and may be gone before they are: a kernel still
+        # exiting a moment later was stopped; one alive after the grace was left behind.
+        deadline = time.monotonic() + _EXIT_GRACE
+        while self.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
         left = self.running()
         for _, p in left:
             stop_tree(p.pid, grace=5)
