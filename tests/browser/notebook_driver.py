@@ -170,14 +170,22 @@ def xss_cells(base_url: str) -> list[str]:
 
 
 def check_answer_grows(nb: Notebook) -> None:
-    """The quickstart's answer visibly grows: strictly increasing lengths while it streams."""
+    """The quickstart's answer visibly grows while it streams: it never shrinks, and never stands
+    still for two samples running. One sample may repeat: after a frame that cost much besides the
+    answer (a block sealed into a widget of its own), the scheduler waits until that overhead fits
+    its byte budget (`Pace.overhead_bytes_per_second`), about 0.4 s for 2 KB."""
     nb.run_all()
-    lengths = sample_lengths(nb, samples=6, interval=0.35)
-    assert all(b > a for a, b in pairwise(lengths)), f"the answer did not grow steadily: {lengths}"
+    lengths = sample_lengths(nb, samples=7, interval=0.35)
+    assert grew_steadily(lengths), f"the answer did not grow steadily: {lengths}"
     wait_status(nb, "complete", timeout=SLOW)
     nb.wait_until_idle()
     assert nb.text_length() > lengths[-1]
     assert "both answers complete" in nb.outputs_text(), nb.errors_shown()
+
+
+def grew_steadily(lengths: list[int]) -> bool:
+    """Never shrank, and grew across every two sample intervals."""
+    return all(b >= a for a, b in pairwise(lengths)) and all(c > a for a, c in zip(lengths, lengths[2:], strict=False))
 
 
 def check_reasoning_and_sources(nb: Notebook) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
-import itertools
 import subprocess
 import threading
 import time
@@ -25,7 +24,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import pytest
-from notebook_driver import ARTIFACTS, SLOW, Notebook, sample_lengths, wait_status
+from notebook_driver import ARTIFACTS, SLOW, Notebook, grew_steadily, sample_lengths, wait_status
 from support.http import free_port
 
 import streamwidgets
@@ -284,8 +283,8 @@ def test_the_quickstart_runs_all_and_its_answer_grows_live(lite: LitePage) -> No
     nb = Notebook(lite.page, NOTEBOOK)
     nb.run_all()
     lengths = sample_lengths(nb, samples=8, interval=0.35)
-    # The kernel has one thread: while a cell below builds its view, the stream waits a frame.
-    assert all(b >= a for a, b in itertools.pairwise(lengths)) and len(set(lengths)) >= 5, lengths
+    # As in JupyterLab on CPython (`grew_steadily`); the kernel's one thread also runs the cells below.
+    assert grew_steadily(lengths), lengths
     wait_status(nb, "complete", timeout=SLOW)
     nb.wait_until_idle()
     assert "both answers complete" in nb.outputs_text(), nb.errors_shown()
@@ -368,7 +367,7 @@ def test_a_live_provider_that_allows_the_site_streams_and_cancel_closes_its_conn
             ' demo={"tokens_per_second": 40})'
         )
         lengths = grows(lite, past=150, samples=6, interval=0.4)
-        assert all(b >= a for a, b in itertools.pairwise(lengths)) and len(set(lengths)) >= 5, lengths
+        assert grew_steadily(lengths), lengths
         click_last(lite, ".sw-cancel")
         wait_last_status(lite, "cancelled", timeout=10)
         deadline = time.monotonic() + 10
