@@ -37,15 +37,14 @@ from ..core import (
     StreamBroke,
     StreamState,
     connection_closed,
-    error_from_http,
     is_event_stream,
     stalled,
 )
 from ..core.dialects import WHOLE_BODY_LIMIT
 from ._request import StreamRequest
-from ._retry import RetryPolicy, retrying, wait_hint
+from ._retry import RetryPolicy, retrying
 from ._sources import Labels, Live, Source, SourceContext, heard_script
-from ._transport import ERROR_BODY_LIMIT, not_a_stream
+from ._transport import ERROR_BODY_LIMIT, http_error, not_a_stream
 
 __all__ = ["INPROCESS_ENV", "InProcess", "in_process_reason", "resolve"]
 
@@ -71,15 +70,13 @@ def resolve(live: Live) -> Source:
     """`live` ready to open: the embedded provider started (its address in the request), or the
     demo in-process when no socket can be opened."""
     request = live.request
-    if request.base_url is not None or request.embedded is None or request.local:
-        resolved = request.resolved()
-        return live if resolved is request else Live(resolved)
-    why = in_process_reason()
+    why = live.in_process()
     if why is None:
         try:
-            return Live(request.resolved())
+            resolved = request.resolved()
         except OSError as exc:  # binding refused (a locked-down hub), no loopback at all
-            why = _remember(exc)
+            return InProcess(request, _remember(exc))
+        return live if resolved is request else Live(resolved)
     return InProcess(request, why)
 
 
@@ -150,12 +147,7 @@ async def _exchange(
     try:
         fields = httpx.Headers(list(response.headers))
         if not 200 <= response.status < 300:
-            error_body = request.redact_bytes(await _whole(reader, ERROR_BODY_LIMIT))
-            context.record_response(response.status, error_body)
-            error = error_from_http(response.status, error_body, fields)
-            if error.retry_after is None:
-                error.retry_after = wait_hint(fields, error_body)
-            yield [error]
+            yield [http_error(context, request, response.status, await _whole(reader, ERROR_BODY_LIMIT), fields)]
             return
         heard(fields)
         content_type = fields.get("content-type", "")

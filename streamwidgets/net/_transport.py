@@ -59,6 +59,7 @@ __all__ = [
     "environment_proxies",
     "gulp_client",
     "http_client",
+    "http_error",
     "response_items",
     "where",
 ]
@@ -327,11 +328,7 @@ async def response_items(
         async with http.stream("POST", request.url, json=request.body(), headers=request.headers()) as response:
             if not response.is_success:
                 body, cut = await _read_limited(response, request, ERROR_BODY_LIMIT)
-                body = request.redact_bytes(body)
-                context.record_response(response.status_code, body)
-                error = error_from_http(response.status_code, body, response.headers)
-                if error.retry_after is None:  # the provider's own reset headers or error fields
-                    error.retry_after = wait_hint(response.headers, body)
+                error = http_error(context, request, response.status_code, body, response.headers)
                 yield [replace(error, message=f"{error.message} ({cut})") if cut else error]
                 return
             if heard is not None:
@@ -356,6 +353,20 @@ async def response_items(
         yield [ErrorEvent(request.redact(connect_failed(exc, where(request))), "connect_error")]
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:
         raise StreamBroke(request.redact(connection_closed(exc))) from None
+
+
+def http_error(
+    context: SourceContext, request: StreamRequest, status: int, body: bytes, headers: httpx.Headers
+) -> ErrorEvent:
+    """A non-2xx answer as the error it stands for: its body redacted and recorded with the
+    stream, and when to try again from the provider's own reset headers or error fields when the
+    error itself does not say."""
+    body = request.redact_bytes(body)
+    context.record_response(status, body)
+    error = error_from_http(status, body, headers)
+    if error.retry_after is None:
+        error.retry_after = wait_hint(headers, body)
+    return error
 
 
 def not_a_stream(context: SourceContext, body: bytes, content_type: str) -> list[Event]:
