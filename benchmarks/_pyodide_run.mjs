@@ -12,7 +12,7 @@
 // A line "quit", or the end of stdin, ends it.
 
 import { readFileSync } from "node:fs";
-import { basename } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
@@ -48,6 +48,7 @@ const installed = performance.now();
 
 py.FS.mkdirTree("/bench");
 py.FS.writeFile(`/bench/${basename(workload)}`, readFileSync(workload));
+py.FS.writeFile("/bench/_wire.py", readFileSync(join(dirname(workload), "_wire.py")));  // the workload's recording comm
 py.FS.writeFile("/bench/body.sse", readFileSync(bodyFile));
 py.runPython("import ipywidgets"); // with IPython, traitlets and comm
 const widgets = performance.now();

@@ -28,16 +28,14 @@ there are no sockets.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import comm
-from comm.base_comm import BaseComm
+from _wire import Wire
 
 from streamwidgets.core import DEFAULT_LIMITS, Limits
 from streamwidgets.core.dialects import Normalizer
@@ -47,8 +45,6 @@ from streamwidgets.widgets import StreamHandle, frame_pause, scheduler_for, view
 
 __all__ = ["events_of", "run_once", "digest", "json_backend"]
 
-#: Bytes of Jupyter envelope (header, parent header, signature) counted per comm message.
-ENVELOPE = 500
 #: What one read asks for: httpcore's 64 KiB, less the chunk framing `GulpStream` leaves room for.
 ASKED = 64 * 1024 - 16
 
@@ -154,35 +150,6 @@ class Arriving(Source):
             yield data
 
 
-class _Wire:
-    """Counts every comm message the widgets send, as `bench_tokens.py` does."""
-
-    def __init__(self) -> None:
-        self.messages = 0
-        self.bytes = 0
-        self._saved: Callable[..., Any] = comm.create_comm
-
-    def __enter__(self) -> _Wire:
-        wire = self
-
-        class RecordingComm(BaseComm):
-            def publish_msg(
-                self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
-            ) -> None:
-                content = {"data": data or {}, "comm_id": self.comm_id, **keys}
-                wire.messages += 1
-                wire.bytes += len(json.dumps(content, ensure_ascii=False).encode()) + ENVELOPE
-                wire.bytes += len(json.dumps(metadata or {}).encode())
-                wire.bytes += sum(len(memoryview(b).cast("B")) for b in buffers or ())
-
-        self._saved = comm.create_comm
-        comm.create_comm = RecordingComm
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        comm.create_comm = self._saved
-
-
 async def _show(source: Source, clock: VirtualClock) -> tuple[Any, Any]:
     """What `show()` does in a kernel (`apps/_show.py`), less the display: the view, the
     loop's scheduler, the view's read pause, and the stream as a task, awaited to its end."""
@@ -211,7 +178,7 @@ def run_once(events: list[bytes], rate: float = 1000.0) -> dict[str, Any]:
     time.monotonic = clock
     source = Arriving(tuple(events), rate)
     try:
-        with _Wire() as wire:
+        with Wire() as wire:
             state, scheduler = loop.run_until_complete(_show(source, clock))
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:

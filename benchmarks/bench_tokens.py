@@ -19,20 +19,16 @@ Run: .venv/bin/python benchmarks/bench_tokens.py   (prints a markdown table, ~1-
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import comm
-from comm.base_comm import BaseComm
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 import ipywidgets as w
+from _wire import Wire
 
 from streamwidgets.core import StreamState, Token
 from streamwidgets.core._events import Started, TextDelta, TokenLogprobs
@@ -43,32 +39,6 @@ from streamwidgets.widgets._view import StreamView
 
 PER_FRAME = 50
 RUNS = 5
-ENVELOPE = 500
-
-
-class Wire:
-    def __init__(self) -> None:
-        self.messages = 0
-        self.bytes = 0
-
-    def __enter__(self) -> Wire:
-        wire = self
-        self._saved = comm.create_comm
-
-        class RecordingComm(BaseComm):
-            def publish_msg(
-                self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
-            ) -> None:
-                content = {"data": data or {}, "comm_id": self.comm_id, **keys}
-                wire.messages += 1
-                wire.bytes += len(json.dumps(content, ensure_ascii=False).encode()) + ENVELOPE
-                wire.bytes += len(json.dumps(metadata or {}).encode())
-
-        comm.create_comm = RecordingComm
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        comm.create_comm = self._saved
 
 
 def answer_tokens(count: int) -> list[Token]:
