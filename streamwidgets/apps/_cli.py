@@ -336,10 +336,30 @@ def _run(args: argparse.Namespace) -> int:
     return anyio.run(_ask, args, prompt)
 
 
+class _Signalled(Exception):
+    """`serve-local` was asked to stop by a signal (its words: "Ctrl+C", "SIGTERM"...)."""
+
+
+_STOP_SIGNALS = {"SIGINT": "Ctrl+C", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP (its terminal closed)"}
+
+
 def _serve_local(args: argparse.Namespace) -> int:
     """One local model for a class, in the foreground: a fixed port and a key kept in a file, so
-    that the class gateway is configured once (docs/classroom.md); it never leaves when idle."""
-    from ..server.local import CONTEXT_PER_SLOT, default_threads, find_weights, local_model_missing
+    that the class gateway is configured once (docs/classroom.md); it never leaves when idle. Its
+    model server ends with it however it ends: Ctrl+C, SIGTERM (a hub's culler, `kill`), SIGHUP,
+    each said in one line, or SIGKILL (the server watches a pipe from this process and ends when
+    the pipe does). The key file must be the user's alone; the state goes in their private folder."""
+    import signal
+
+    from ..server.local import (
+        CONTEXT_PER_SLOT,
+        class_key,
+        default_threads,
+        find_weights,
+        fits_in_memory,
+        local_model_missing,
+        state_folder,
+    )
 
     missing = local_model_missing()
     if missing is not None:
@@ -347,6 +367,10 @@ def _serve_local(args: argparse.Namespace) -> int:
     weights = find_weights(args.model)
     if weights is None:
         raise ValueError("no local model file on this machine: streamwidgets pull, or --model path.gguf")
+    fits_in_memory(weights, args.slots)
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port {args.port} is not a port (1 to 65535)")
+    class_key(Path(args.key_file))  # made if missing; refused, in one line, if not the user's alone
     print(
         f"streamwidgets: {weights.describe()} for {args.slots} students on http://127.0.0.1:{args.port}/v1, "
         f"its key in {args.key_file} (Ctrl+C stops it)",
@@ -355,17 +379,36 @@ def _serve_local(args: argparse.Namespace) -> int:
     command = [
         sys.executable, "-m", "streamwidgets.server.local._host",
         "--weights", str(weights.path), "--alias", weights.alias,
-        "--state", str(Path(args.key_file).with_suffix(".state.json")),
+        "--state", str(state_folder() / f"serve-local-{args.port}.json"),
         "--threads", str(default_threads()), "--slots", str(args.slots), "--ctx", str(CONTEXT_PER_SLOT),
-        "--idle", "0", "--linger", "0", "--port", str(args.port), "--key-file", args.key_file,
+        "--idle", "0", "--linger", "0", "--port", str(args.port), "--key-file", args.key_file, "--with-parent",
     ]  # fmt: skip
-    with subprocess.Popen(command, env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE")) as process:
-        try:
-            return process.wait()
-        except KeyboardInterrupt:
-            process.terminate()
-            process.wait()
-            return 0
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Signalled(_STOP_SIGNALS[signal.Signals(signum).name])
+
+    names = [name for name in _STOP_SIGNALS if hasattr(signal, name)]
+    previous = {name: signal.signal(getattr(signal, name), stop) for name in names}
+    try:
+        with subprocess.Popen(
+            command, stdin=subprocess.PIPE, env=dict(os.environ, OMP_WAIT_POLICY="PASSIVE"), start_new_session=True
+        ) as process:
+            try:
+                return process.wait()
+            except _Signalled as why:
+                for name in names:
+                    signal.signal(getattr(signal, name), signal.SIG_IGN)  # one stop at a time
+                process.terminate()
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                print(f"streamwidgets serve-local: stopped by {why}, and the model server with it", file=sys.stderr)
+                return 0
+    finally:
+        for name, handler in previous.items():
+            signal.signal(getattr(signal, name), handler)
 
 
 def _pull(args: argparse.Namespace) -> int:
@@ -376,7 +419,7 @@ def _pull(args: argparse.Namespace) -> int:
         print(catalog_table())
         return 0
     try:
-        weights = pull(args.name)
+        weights = pull(args.name, say=lambda words: print(f"streamwidgets pull: {words}", file=sys.stderr))
     except (PullError, ValueError) as exc:
         print(printable(f"streamwidgets pull: {exc}"), file=sys.stderr)
         return 1

@@ -6,11 +6,15 @@ person and model file, shared by all their kernels.
 - `_pull.py`: `streamwidgets pull`, through huggingface_hub, checked against the hub's checksum.
 - `_shared.py`: `local_model()`: the user's server, found through its state file or started.
 - `_host.py`: the server's process (llama.cpp's HTTP server on 127.0.0.1, a key per start).
+- `_state.py`: its state file, and when the system proves a server ours (`_pids.py` asks it).
+- `_private.py`: a private folder of this user and the files in it (state, key, log, lock, records).
 
 docs/local-model.md has the details.
 """
 
 from ._catalog import CATALOG, RECOMMENDED, Entry, catalog_table, entry_named
+from ._host import class_key
+from ._private import NotPrivate, state_folder
 from ._pull import PullError, pull
 from ._shared import (
     CONTEXT_PER_SLOT,
@@ -19,6 +23,7 @@ from ._shared import (
     LocalModel,
     LocalModelError,
     default_threads,
+    fits_in_memory,
     local_model,
     local_model_missing,
     real_answers_hint,
@@ -46,4 +51,8 @@ __all__ = [
     "default_threads",
     "pull",
     "PullError",
+    "class_key",
+    "fits_in_memory",
+    "NotPrivate",
+    "state_folder",
 ]

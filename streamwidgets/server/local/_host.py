@@ -3,10 +3,14 @@
     python -m streamwidgets.server.local._host --weights FILE --state FILE [--threads N] [--slots N] ...
 
 It loads the model, starts llama.cpp's HTTP server on 127.0.0.1 with a port the system picks and a
-key drawn here (another user of a shared host cannot use it), writes both to the state file (mode
-0600, replaced atomically), and then watches itself: it leaves after `--idle` seconds without a
-generation, or after `--linger` seconds once no kernel that uses it is alive (`_shared.py` leaves
-a file named for its PID in the state's `.users` folder). It never outlives a long idle hour.
+key drawn here (another user of a shared host cannot use it), writes both to the state file in the
+user's private folder (`_private.py`: mode 0600, replaced atomically, never through a link), with
+its PID, start time and uid (`_state.py`), and then watches itself: it leaves after `--idle`
+seconds without a generation, or after `--linger` seconds once no kernel that uses it is alive
+(`_shared.py` leaves a file named for its PID in the state's `.users` folder). It never outlives a
+long idle hour. SIGTERM, SIGHUP and SIGINT end it cleanly (its state file removed); with
+`--with-parent` it also ends when the process that started it ends, however that ends (its
+standard input, a pipe from that process, reaches its end: `serve-local`).
 
 Nothing of llama.cpp runs in a kernel: a crash in native code ends this process only, and the
 next request starts a new one.
@@ -17,18 +21,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import secrets
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from ._loopback import loopback_get
 from ._pids import pid_alive
+from ._private import Folder, NotPrivate, create_own_file, private_folder, read_own_file
+from ._state import ServerState, this_process
 
-__all__ = ["main", "SAMPLING_DEFAULTS"]
+__all__ = ["main", "SAMPLING_DEFAULTS", "class_key", "seconds"]
 
 #: Class-sized defaults, each overridable in a request's body (docs/local-model.md): a cap so
 #: that every answer ends, DRY to stop a small model's loops ("a lone soul, a lone soul"), a
@@ -44,55 +53,101 @@ _WATCH_EVERY = 2.0
 _COUNTER = re.compile(r"^llamacpp:(n_decode_total|requests_processing|requests_deferred)\s+([0-9.e+]+)", re.M)
 
 
+class _Stopped(Exception):
+    """A signal asked this process to end."""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    import xllamacpp
-
-    key = _key(args.key_file)
-    params = xllamacpp.CommonParams()
-    params.model.path = args.weights
-    params.model_alias = {args.alias}  # a set of names
-    params.hostnames = ["127.0.0.1"]
-    params.port = args.port  # 0: the system picks a free one
-    params.api_keys = [key]
-    params.ui = False
-    params.endpoint_metrics = True
-    params.endpoint_slots = True
-    params.n_parallel = args.slots
-    params.cache_ram_mib = 256  # llama.cpp keeps 8 GiB of old prompts by default: ~2.5 MB an answer, growing
-    params.n_ctx = args.ctx * args.slots
-    params.cpuparams.n_threads = args.threads
-    params.cpuparams_batch.n_threads = args.threads
-    params.n_predict = SAMPLING_DEFAULTS["n_predict"]
-    for name in ("temp", "dry_multiplier", "dry_penalty_last_n", "penalty_repeat"):
-        setattr(params.sampling, name, SAMPLING_DEFAULTS[name])
-    params.verbosity = 1
-    started = time.monotonic()
-    server = xllamacpp.Server(params)
-    address = str(server.listening_address)
-    port = int(address.rsplit(":", 1)[1])
-    state = {
-        "pid": os.getpid(),
-        "port": port,
-        "key": key,
-        "weights": args.weights,
-        "alias": args.alias,
-        "threads": args.threads,
-        "slots": args.slots,
-        "ctx": args.ctx,
-        "xllamacpp": getattr(xllamacpp, "__version__", "?"),
-        "load_seconds": round(time.monotonic() - started, 3),
-        "supports_tools": _supports_tools(port, key),
-    }
+    _stop_on_signals()
+    if args.with_parent:
+        threading.Thread(target=_exit_with_parent, name="streamwidgets-parent", daemon=True).start()
     state_path = Path(args.state)
-    _write_state(state_path, state)
     try:
-        _watch(server, Path(str(state_path) + ".users"), idle=args.idle, linger=args.linger)
+        folder = private_folder(state_path.parent)
+        users = folder.folder(state_path.name + ".users")
+        key = secrets.token_urlsafe(32) if args.key_file is None else class_key(Path(args.key_file))
+    except (NotPrivate, OSError) as exc:
+        print(f"streamwidgets: {exc}", file=sys.stderr, flush=True)
+        return 2
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import xllamacpp
+
+        params = xllamacpp.CommonParams()
+        params.model.path = args.weights
+        params.model_alias = {args.alias}  # a set of names
+        params.hostnames = ["127.0.0.1"]
+        params.port = args.port  # 0: the system picks a free one
+        params.api_keys = [key]
+        params.ui = False
+        # CORS: llama.cpp reflects any Origin, with credentials, unless told otherwise; an empty
+        # allowed origin matches no page (browsers then refuse to hand a page the answer).
+        params.cors_origins = ""
+        params.cors_origins_explicit = True
+        params.cors_credentials = False
+        params.endpoint_metrics = True
+        params.endpoint_slots = True
+        params.n_parallel = args.slots
+        params.cache_ram_mib = 256  # llama.cpp keeps 8 GiB of old prompts by default: ~2.5 MB an answer, growing
+        params.n_ctx = args.ctx * args.slots
+        params.cpuparams.n_threads = args.threads
+        params.cpuparams_batch.n_threads = args.threads
+        params.n_predict = SAMPLING_DEFAULTS["n_predict"]
+        for name in ("temp", "dry_multiplier", "dry_penalty_last_n", "penalty_repeat"):
+            setattr(params.sampling, name, SAMPLING_DEFAULTS[name])
+        params.verbosity = 1
+        started = time.monotonic()
+        server = xllamacpp.Server(params)
+        address = str(server.listening_address)
+        port = int(address.rsplit(":", 1)[1])
+        state = this_process(
+            port,
+            key=key,
+            weights=args.weights,
+            alias=args.alias,
+            threads=args.threads,
+            slots=args.slots,
+            ctx=args.ctx,
+            load_seconds=round(time.monotonic() - started, 3),
+            supports_tools=_supports_tools(port, key),
+        )
+        folder.write(state_path.name, state.to_json())
+        _watch(server, users, idle=args.idle, linger=args.linger)
+    except _Stopped:
+        pass
     finally:
-        _remove_state(state_path, os.getpid())
+        _remove_state(folder, state_path.name, os.getpid())
     sys.stdout.flush()
     os._exit(0)  # llama.cpp's server threads do not join; the process leaves with them
+
+
+def _stop_on_signals() -> None:
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped(signum)
+
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
+
+
+def _exit_with_parent() -> None:
+    """Wait for standard input, the parent's pipe, to end (the parent ended, by any signal), then
+    stop as a SIGTERM stops."""
+    while sys.stdin.buffer.read(4096):
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def seconds(text: str) -> float:
+    """A number of seconds: finite, 0 or more (`nan` or `inf` would turn an exit off unseen)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, 0 or more")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,26 +158,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--slots", type=int, default=4)
     p.add_argument("--ctx", type=int, default=4096, help="tokens of context per slot")
-    p.add_argument("--idle", type=float, default=900.0, help="seconds without a generation before leaving (0: never)")
-    p.add_argument("--linger", type=float, default=60.0, help="seconds to stay once no kernel uses it (0: never)")
+    p.add_argument("--idle", type=seconds, default=900.0, help="seconds without a generation before leaving (0: never)")
+    p.add_argument("--linger", type=seconds, default=60.0, help="seconds to stay once no kernel uses it (0: never)")
     p.add_argument("--port", type=int, default=0, help="0: a free port the system picks")
     p.add_argument("--key-file", help="read the key from this file (made, mode 0600, with a new key if missing)")
+    p.add_argument("--with-parent", action="store_true", help="end when standard input (the parent's pipe) ends")
     return p
 
 
-def _key(path: str | None) -> str:
-    """A new key for each start, or the one kept in `path` (a class server behind a gateway keeps
-    its key across starts, so that the gateway's configuration is written once)."""
-    if path is None:
-        return secrets.token_urlsafe(32)
-    file = Path(path)
-    if not file.exists():
-        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(secrets.token_urlsafe(32) + "\n")
-    key = file.read_text(encoding="utf-8").strip()
+def class_key(path: Path) -> str:
+    """The key kept in `path` (a class server behind a gateway keeps its key across starts, so that
+    the gateway's configuration is written once), made with a new key (mode 0600) if missing.
+    Raises `NotPrivate` when the file is a link, another user's, readable by others, or holds no
+    good key (under 16 characters, a control character or a space, one character repeated)."""
+    create_own_file(path, (secrets.token_urlsafe(32) + "\n").encode())
+    data = read_own_file(path, "the class key")
+    key = data.decode("utf-8", "replace").strip()
     if len(key) < 16:
-        raise SystemExit(f"{path} holds no key of at least 16 characters")
+        raise NotPrivate(f"{path} holds no key of at least 16 characters")
+    if any(not 0x21 <= ord(c) <= 0x7E for c in key):
+        raise NotPrivate(
+            f"{path} holds a key with a space, a control or a non-ASCII character: keep one line of printable characters"
+        )
+    if len(set(key)) == 1:
+        raise NotPrivate(f"{path} holds a key of one character repeated: anyone could guess it")
     return key
 
 
@@ -136,24 +195,14 @@ def _supports_tools(port: int, key: str) -> bool:
     return bool(props.get("chat_template_caps", {}).get("supports_tools"))
 
 
-def _write_state(path: Path, state: dict[str, Any]) -> None:
-    """The state file, readable by its owner only (it holds the key), replaced in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(state, f)
-    os.replace(tmp, path)
-
-
-def _remove_state(path: Path, pid: int) -> None:
+def _remove_state(folder: Folder, name: str, pid: int) -> None:
     """Remove the state file if it still names this process (a newer server may have replaced it)."""
-    with contextlib.suppress(OSError, ValueError):
-        if json.loads(path.read_text(encoding="utf-8")).get("pid") == pid:
-            path.unlink()
+    state = ServerState.parse(folder.read(name))
+    if state is not None and state.pid == pid:
+        folder.unlink(name)
 
 
-def _watch(server: Any, users: Path, *, idle: float, linger: float) -> None:
+def _watch(server: Any, users: Folder, *, idle: float, linger: float) -> None:
     """Return when the server should stop: `idle` seconds with no generation, or `linger`
     seconds with no live kernel among its users."""
     last_count = -1.0
@@ -166,7 +215,7 @@ def _watch(server: Any, users: Path, *, idle: float, linger: float) -> None:
         busy = float(counters.get("requests_processing", 0)) + float(counters.get("requests_deferred", 0))
         if count != last_count or busy:
             last_count, last_work = count, now
-        if _live_users(users):
+        if live_users(users):
             alone_since = now
         if idle and now - last_work >= idle:
             return
@@ -174,20 +223,22 @@ def _watch(server: Any, users: Path, *, idle: float, linger: float) -> None:
             return
 
 
-def _live_users(folder: Path) -> int:
-    """How many kernels that use this server are alive; the files of dead ones are removed."""
+def live_users(folder: Folder) -> int:
+    """How many kernels that use this server are alive; the entries of dead ones are removed
+    (`folder` was opened without following links: nothing behind a planted link is touched)."""
     alive = 0
-    with contextlib.suppress(OSError):
-        for entry in folder.iterdir():
-            try:
-                pid = int(entry.name)
-            except ValueError:
-                continue
-            if pid_alive(pid):
-                alive += 1
-            else:
-                with contextlib.suppress(OSError):
-                    entry.unlink()
+    try:
+        names = folder.names()
+    except OSError:
+        return 0
+    for name in names:
+        if not (name.isascii() and name.isdigit() and len(name) <= 10):
+            continue
+        if pid_alive(int(name)):
+            alive += 1
+        else:
+            with contextlib.suppress(OSError):  # a folder of that name stays
+                folder.unlink(name)
     return alive
 
 

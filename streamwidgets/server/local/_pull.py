@@ -10,6 +10,11 @@ match is deleted, snapshot link and blob, so that nothing is ever found that was
 huggingface_hub itself writes into a temporary `.incomplete` file and moves it into place only once
 all of it arrived: an interrupted download is never found either.
 
+A model already in the cache is checked too, each pull: against the hub's sha256 when the hub
+answers (a copy that does not match is deleted and pulled again), else against the sha256 recorded
+in the user's private folder when it was last checked (a copy changed since is deleted). `say`
+hears which.
+
 huggingface_hub is imported inside `pull()` only: the kernel never pays for it.
 """
 
@@ -17,19 +22,26 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Optional
 
 from ...core import formatting
 from ._catalog import RECOMMENDED, Entry, entry_named
+from ._private import NotPrivate, private_folder, state_folder
 from ._weights import Weights, hub_cached, hub_weights
 
 __all__ = ["pull", "PullError"]
+
+CHECKED_BY_HUB = "checked against the sha256 the Hugging Face hub publishes"
+CHECKED_BY_RECORD = "the hub could not be reached: checked against the sha256 recorded when it was last checked"
+UNCHECKED = "the hub could not be reached and no sha256 was recorded for this copy: not checked"
+REPULLED = "the copy in the cache did not match the sha256 the Hugging Face hub publishes: pulled again and checked"
 
 #: The errno values of a disk that cannot take the file (rather than a network that broke).
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
@@ -39,9 +51,12 @@ class PullError(RuntimeError):
     """A pull failed: the message says why, in one line, and what to do."""
 
 
-def pull(name: Optional[str] = None, *, progress: bool = True) -> Weights:
+def pull(
+    name: Optional[str] = None, *, progress: bool = True, say: Callable[[str], None] = lambda words: None
+) -> Weights:
     """Fetch the curated model `name` (default: the recommended one) into the Hugging Face cache and
-    return it as `Weights`. A model already there is not fetched again.
+    return it as `Weights`. A model already there is not fetched again, but checked: `say` hears
+    how (`CHECKED_BY_HUB`, `CHECKED_BY_RECORD`, `UNCHECKED`, `REPULLED`).
 
     The downloaded file's sha256 is compared with the one the hub publishes; a mismatch deletes it
     and raises `PullError`, as does a hub that cannot be reached, a download that breaks off or a
@@ -65,12 +80,20 @@ def pull(name: Optional[str] = None, *, progress: bool = True) -> Weights:
         status = getattr(getattr(exc, "response", None), "status_code", None)
         if not (_is_transport(exc) or (status is not None and status >= 500)):
             raise _pull_error(entry, exc) from None
-        if before is not None:  # offline, and pulled before: that is what a pull gives
+        if before is not None:  # offline, and pulled before: that is what a pull gives, once checked
+            say(_check_by_record(entry, before))
             return _found(entry)
         raise PullError(_unreachable(exc)) from None
 
-    if before is None:
-        _check_room(entry, Path(constants.HF_HUB_CACHE))
+    checked = CHECKED_BY_HUB
+    if before is not None:
+        if _hashed(entry, before) == published:
+            _record(entry, before, published)
+            say(CHECKED_BY_HUB)
+            return _found(entry)
+        _discard(before)  # damaged or changed in place: fetched again
+        checked = REPULLED
+    _check_room(entry, Path(constants.HF_HUB_CACHE))
     try:
         with _progress_bars(progress):
             path = Path(hf_hub_download(entry.repo_id, entry.filename))
@@ -79,9 +102,37 @@ def pull(name: Optional[str] = None, *, progress: bool = True) -> Weights:
     except Exception as exc:
         raise _pull_error(entry, exc) from None
 
-    if before is None or os.path.realpath(before) != os.path.realpath(path):
-        _verify(entry, path, published)
+    _verify(entry, path, published)
+    _record(entry, path, published)
+    say(checked)
     return _found(entry)
+
+
+def _record(entry: Entry, path: Path, sha256: str) -> None:
+    """Keep the checksum a copy was checked against, in the user's private folder, for a pull with no hub."""
+    record = {"path": os.path.realpath(path), "sha256": sha256}
+    with suppress(OSError, NotPrivate), private_folder(state_folder()) as folder, folder.folder("pulled") as records:
+        records.write(f"{entry.name}.json", json.dumps(record).encode())
+
+
+def _check_by_record(entry: Entry, path: Path) -> str:
+    """Check the cached copy against the recorded checksum; raise (and delete it) when it changed."""
+    try:
+        with private_folder(state_folder()) as folder, folder.folder("pulled") as records:
+            record = json.loads(records.read(f"{entry.name}.json") or b"null")
+    except (OSError, ValueError):
+        record = None
+    if not (isinstance(record, dict) and record.get("path") == os.path.realpath(path)):
+        return UNCHECKED
+    recorded = str(record.get("sha256"))
+    actual = _hashed(entry, path)
+    if actual != recorded:
+        kept = _discard(path)
+        raise PullError(
+            f"{entry.filename} changed since it was checked (sha256 {actual[:12]}…, recorded {recorded[:12]}…), "
+            f"so it was deleted{kept}: pull again where the Hugging Face hub can be reached"
+        )
+    return CHECKED_BY_RECORD
 
 
 def _published_sha256(api: Any, entry: Entry) -> str:
@@ -101,15 +152,20 @@ def _published_sha256(api: Any, entry: Entry) -> str:
     )
 
 
-def _verify(entry: Entry, path: Path, published: str) -> None:
-    """Hash the file just downloaded; delete it unless it is what the hub published."""
+def _hashed(entry: Entry, path: Path) -> str:
+    """The file's sha256; a file that cannot be read through is deleted (unchecked, so not kept)."""
     try:
-        actual = _sha256(path)
-    except BaseException as exc:  # Ctrl+C or a read error: unchecked, so not kept
+        return _sha256(path)
+    except BaseException as exc:  # Ctrl+C or a read error
         kept = _discard(path)
         if isinstance(exc, OSError):
             raise PullError(f"{entry.filename} could not be read back to check it ({_reason(exc)}){kept}") from None
         raise
+
+
+def _verify(entry: Entry, path: Path, published: str) -> None:
+    """Hash the file just downloaded; delete it unless it is what the hub published."""
+    actual = _hashed(entry, path)
     if actual != published:
         kept = _discard(path)
         raise PullError(

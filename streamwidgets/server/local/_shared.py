@@ -6,10 +6,13 @@
 
 The first kernel that needs the model starts `_host` (llama.cpp's server) in a process of its
 own; every other kernel of the same user finds it through a state file in the user's cache
-folder (`~/.cache/streamwidgets/local/`, mode 0700), which names its port and key. A lock file
-makes two kernels that start at once start one server. A state file is trusted only when its
-process is alive and the server answers its key: a file left by a crash, or a server killed since,
-is replaced by a new start. Each kernel leaves a file named for its PID in the server's `.users`
+folder (`~/.cache/streamwidgets/local/`, mode 0700, proven so: `_private.py`), which names its
+port and key. A lock file makes two kernels that start at once start one server; a kernel waits
+for it no longer than its timeout. A state file is trusted only when the system proves its server
+ours (`_state.proven`: our uid, the start time recorded, the listening socket) and the server
+answers its key: a file left by a crash, a server killed since, a stranger on a reused port or a
+file that does not validate is replaced by a new start, and no process is signalled unless proven
+ours. Each kernel leaves a file named for its PID in the server's `.users`
 folder; the server leaves a minute after its last kernel, or after 15 idle minutes whatever the
 kernels do, and the next request starts it again.
 """
@@ -20,20 +23,20 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
-import json
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from ...core import formatting
 from ._loopback import loopback_get
-from ._pids import pid_alive
+from ._private import Folder, LockTimeout, NotPrivate, private_folder, state_folder
+from ._state import ServerState, proven
 from ._weights import Weights, find_weights
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "NO_WEIGHTS_MESSAGE",
     "state_folder",
     "default_threads",
+    "fits_in_memory",
     "real_answers_hint",
 ]
 
@@ -69,7 +73,9 @@ CONTEXT_PER_SLOT = 4096
 IDLE_SECONDS = 900.0
 LINGER_SECONDS = 60.0
 _HEALTH_TIMEOUT = 2.0
-_FOLDER_ENV = "STREAMWIDGETS_LOCAL_STATE"
+#: Memory a token of context costs at the least (llama.cpp's f16 cache of keys and values; the
+#: smallest of the curated models needs 12 KiB, the 135M one 23 KiB): what `serve-local` checks.
+_KV_BYTES_PER_TOKEN = 8 * 1024
 
 
 class LocalModelError(RuntimeError):
@@ -92,6 +98,7 @@ class LocalModel:
     start_seconds: Optional[float]
     key: str = field(repr=False)
     state_path: Path = field(repr=False)
+    state: ServerState = field(repr=False)
 
     @property
     def port(self) -> int:
@@ -99,15 +106,16 @@ class LocalModel:
 
     @property
     def running(self) -> bool:
-        return pid_alive(self.pid) and _answers(self.port, self.key)
+        return proven(self.state) and _answers(self.port, self.key)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the server for every kernel that uses it (the next request starts a new one)."""
-        _terminate(self.pid, timeout)
-        with contextlib.suppress(OSError):
-            state = json.loads(self.state_path.read_text(encoding="utf-8"))
-            if state.get("pid") == self.pid:
-                self.state_path.unlink()
+        """Stop the server for every kernel that uses it (the next request starts a new one). A
+        process is signalled only while the system proves it is this server (`_state.proven`)."""
+        _terminate(self.state, timeout)
+        with contextlib.suppress(OSError), private_folder(self.state_path.parent) as folder:
+            on_file = ServerState.parse(folder.read(self.state_path.name))
+            if on_file is not None and on_file.pid == self.pid:
+                folder.unlink(self.state_path.name)
 
 
 _lock = threading.Lock()
@@ -145,8 +153,10 @@ def real_answers_hint() -> Optional[str]:
 
 def local_model(weights: Optional[Weights] = None, *, timeout: float = START_TIMEOUT) -> LocalModel:
     """The user's server for `weights` (default: the first model found, `find_weights`): found
-    running (another kernel's) or started now. Raises `ImportError` with the install line when
-    the extra is missing, `LocalModelError` when no model file is found or the server fails."""
+    running (another kernel's) or started now, within `timeout` seconds (a wait for another
+    process's start included). Raises `ImportError` with the install line when the extra is
+    missing, `LocalModelError` when no model file is found, the state folder is not the user's
+    alone, the time runs out or the server fails."""
     missing = local_model_missing()
     if missing is not None:
         raise ImportError(missing)
@@ -154,36 +164,29 @@ def local_model(weights: Optional[Weights] = None, *, timeout: float = START_TIM
         weights = find_weights()
         if weights is None:
             raise LocalModelError(NO_WEIGHTS_MESSAGE)
-    state_path = state_folder() / f"{_digest(weights)}.json"
-    with _lock:
-        known = _known.get(state_path)
-        if known is not None and pid_alive(known.pid) and _state(state_path).get("pid") == known.pid:
-            return known
-        with _file_lock(state_path.with_suffix(".lock")):
-            model = _found(state_path, weights)
-            if model is None:
-                model = _start(state_path, weights, timeout)
-        _use(state_path)
-        _known[state_path] = model
-        return model
-
-
-def state_folder() -> Path:
-    """Where the servers' state files live: the user's own cache folder, mode 0700."""
-    base = os.environ.get(_FOLDER_ENV)
-    if base:
-        folder = Path(base)
-    else:
-        cache = (
-            os.environ.get("XDG_CACHE_HOME")
-            or (os.environ.get("LOCALAPPDATA") if os.name == "nt" else None)
-            or str(Path.home() / ".cache")
+    deadline = time.monotonic() + timeout
+    name = f"{_digest(weights)}.json"
+    if not _lock.acquire(timeout=max(0.0, timeout)):
+        raise LocalModelError(
+            f"another thread of this process is starting the local model and did not finish within {timeout:g} s"
         )
-        folder = Path(cache) / "streamwidgets" / "local"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(OSError):
-        os.chmod(folder, 0o700)
-    return folder
+    try:
+        with private_folder(state_folder()) as folder:
+            known = _known.get(folder.path / name)
+            if known is not None and proven(known.state) and _on_file(folder, name) == known.state:
+                _use(folder, name)
+                return known
+            with folder.lock(f"{_digest(weights)}.lock", deadline - time.monotonic()):
+                model = _found(folder, name, weights)
+                if model is None:
+                    model = _start(folder, name, weights, deadline)
+            _use(folder, name)
+            _known[folder.path / name] = model
+            return model
+    except (NotPrivate, LockTimeout) as exc:
+        raise LocalModelError(str(exc)) from None
+    finally:
+        _lock.release()
 
 
 def default_threads() -> int:
@@ -197,99 +200,118 @@ def default_threads() -> int:
     return max(1, min(cores, 8))
 
 
-def _found(state_path: Path, weights: Weights) -> Optional[LocalModel]:
-    """The server named by the state file, if its process lives and it answers its key."""
-    state = _state(state_path)
-    if not state or state.get("weights") != str(weights.path) or state.get("alias") != weights.alias:
-        return None
+def fits_in_memory(weights: Weights, slots: int, ctx: int = CONTEXT_PER_SLOT) -> None:
+    """Refuse, in one line (`ValueError`), slots that this machine's memory cannot hold: the model
+    file and, for each slot, its context at the least a token of context costs."""
+    needed = weights.size + slots * ctx * _KV_BYTES_PER_TOKEN
     try:
-        pid, port, key = int(state["pid"]), int(state["port"]), str(state["key"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if not (pid_alive(pid) and _answers(port, key)):
-        return None
-    return _model(state, weights, state_path, None)
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - no sysconf (Windows)
+        return
+    if needed > memory:
+        most = max(0, (memory - weights.size) // (ctx * _KV_BYTES_PER_TOKEN))
+        raise ValueError(
+            f"{slots:,} slots need at least {needed / 2**30:,.1f} GiB of memory and this machine has "
+            f"{memory / 2**30:,.1f} GiB: pass --slots {most:,} or fewer"
+        )
 
 
-def _start(state_path: Path, weights: Weights, timeout: float) -> LocalModel:
-    with contextlib.suppress(OSError):
-        state_path.unlink()  # stale: its process is gone or does not answer
-    log_path = state_path.with_suffix(".log")
+def _on_file(folder: Folder, name: str) -> Optional[ServerState]:
+    return ServerState.parse(folder.read(name))
+
+
+def _found(folder: Folder, name: str, weights: Weights) -> Optional[LocalModel]:
+    """The server the state file names, if the system proves it ours and it answers its key."""
+    state = _on_file(folder, name)
+    if state is None or state.weights != str(weights.path) or state.alias != weights.alias:
+        return None
+    if not (proven(state) and _answers(state.port, state.key)):
+        return None
+    return _model(state, weights, folder.path / name, None)
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """A number of seconds from the environment: finite and above 0, else `default` (`nan`, `inf`
+    or `0` would turn the exit off, and the server would never leave)."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value > 0 else default
+
+
+def _start(folder: Folder, name: str, weights: Weights, deadline: float) -> LocalModel:
+    folder.unlink(name)  # stale: not proven ours, or does not answer
+    log_name = name.removesuffix(".json") + ".log"
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
     package_root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
     started = time.monotonic()
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as log:
+    with os.fdopen(folder.create(log_name), "wb") as log:
         process = subprocess.Popen(
             [
                 sys.executable, "-m", "streamwidgets.server.local._host",
                 "--weights", str(weights.path),
                 "--alias", weights.alias,
-                "--state", str(state_path),
+                "--state", str(folder.path / name),
                 "--threads", str(default_threads()),
                 "--slots", str(DEFAULT_SLOTS),
                 "--ctx", str(CONTEXT_PER_SLOT),
-                "--idle", os.environ.get("STREAMWIDGETS_LOCAL_IDLE", str(IDLE_SECONDS)),
-                "--linger", os.environ.get("STREAMWIDGETS_LOCAL_LINGER", str(LINGER_SECONDS)),
+                "--idle", str(_env_seconds("STREAMWIDGETS_LOCAL_IDLE", IDLE_SECONDS)),
+                "--linger", str(_env_seconds("STREAMWIDGETS_LOCAL_LINGER", LINGER_SECONDS)),
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
-            start_new_session=True,  # interrupting a kernel must not stop everyone's model
+            # interrupting a kernel must not stop everyone's model, nor must the kernel's end: the
+            # server is shared by the user's kernels and leaves by itself (idle, linger)
+            start_new_session=True,
         )  # fmt: skip
     threading.Thread(target=process.wait, name="streamwidgets-local-reaper", daemon=True).start()
-    deadline = started + timeout
     while time.monotonic() < deadline:
-        state = _state(state_path)
-        if state.get("pid") == process.pid:
-            return _model(state, weights, state_path, round(time.monotonic() - started, 3))
+        state = _on_file(folder, name)
+        if state is not None and state.pid == process.pid:
+            return _model(state, weights, folder.path / name, round(time.monotonic() - started, 3))
         if process.poll() is not None:
             raise LocalModelError(
                 f"the local model ({weights.describe()}) did not start (exit status {process.returncode}): "
-                + _tail(log_path)
+                + _tail(folder, log_name)
             )
         time.sleep(0.05)
-    _terminate(process.pid, 5.0)
-    raise LocalModelError(f"the local model ({weights.describe()}) did not start within {timeout:.0f} s")
-
-
-def _model(state: dict[str, Any], weights: Weights, state_path: Path, start_seconds: Optional[float]) -> LocalModel:
-    return LocalModel(
-        base_url=f"http://127.0.0.1:{int(state['port'])}/v1",
-        model=str(state.get("alias") or weights.alias),
-        pid=int(state["pid"]),
-        weights=weights,
-        threads=int(state.get("threads", 0)),
-        slots=int(state.get("slots", 0)),
-        supports_tools=bool(state.get("supports_tools")),
-        start_seconds=start_seconds,
-        key=str(state["key"]),
-        state_path=state_path,
+    with contextlib.suppress(OSError):
+        process.kill()  # our own child, not yet reaped while it runs: its PID is still its own
+    raise LocalModelError(
+        f"the local model ({weights.describe()}) did not start within {time.monotonic() - started:.0f} s"
     )
 
 
-def _state(path: Path) -> dict[str, Any]:
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
+def _model(state: ServerState, weights: Weights, state_path: Path, start_seconds: Optional[float]) -> LocalModel:
+    return LocalModel(
+        base_url=f"http://127.0.0.1:{state.port}/v1",
+        model=state.alias or weights.alias,
+        pid=state.pid,
+        weights=weights,
+        threads=state.threads,
+        slots=state.slots,
+        supports_tools=state.supports_tools,
+        start_seconds=start_seconds,
+        key=state.key,
+        state_path=state_path,
+        state=state,
+    )
 
 
 def _answers(port: int, key: str) -> bool:
-    """Whether the server on `port` is up and takes `key` (a stranger's server on a reused port
-    does not)."""
+    """Whether the server on `port` is up and takes `key`."""
     answer = loopback_get(port, key, "/v1/models", timeout=_HEALTH_TIMEOUT)
     return answer is not None and answer[0] == 200
 
 
-def _use(state_path: Path) -> None:
+def _use(folder: Folder, name: str) -> None:
     """Tell the server this kernel uses it (it lingers while one of its users lives)."""
-    users = Path(str(state_path) + ".users")
-    users.mkdir(exist_ok=True, mode=0o700)
-    (users / str(os.getpid())).touch()
+    with folder.folder(name + ".users") as users:
+        users.touch(str(os.getpid()))
 
 
 def _digest(weights: Weights) -> str:
@@ -298,57 +320,27 @@ def _digest(weights: Weights) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock between the user's processes (released if its holder dies)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        if sys.platform == "win32":  # pragma: no cover
-            import msvcrt
-
-            while True:
-                try:
-                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # tries for 10 s, then raises
-                    break
-                except OSError:
-                    continue
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _terminate(pid: int, timeout: float) -> None:
-    if not pid_alive(pid):
-        return
+def _terminate(state: ServerState, timeout: float) -> None:
+    """SIGTERM, then SIGKILL, to the server `state` names, each sent only while it is proven ours."""
     import signal
 
+    if not proven(state):
+        return
     with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGTERM)
+        os.kill(state.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not pid_alive(pid) or _zombie(pid):
-            return
+        if not proven(state):
+            return  # gone (a zombie holds no socket)
         time.sleep(0.05)
-    with contextlib.suppress(OSError):
-        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    if proven(state):
+        with contextlib.suppress(OSError):
+            os.kill(state.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
-def _zombie(pid: int) -> bool:
-    """A process that ended and waits for its parent to read its status (Linux only)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
-    except (OSError, IndexError):
-        return False
-
-
-def _tail(path: Path, lines: int = 6) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+def _tail(folder: Folder, name: str, lines: int = 6) -> str:
+    data = folder.read(name)
+    if data is None:
         return "(no log)"
-    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    kept = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()][-lines:]
     return " | ".join(kept) or "(an empty log)"

@@ -36,7 +36,14 @@ from huggingface_hub import constants as hub_constants
 from huggingface_hub.utils import are_progress_bars_disabled
 
 from streamwidgets.server.local._catalog import CATALOG, SMALLEST, entry_named
-from streamwidgets.server.local._pull import PullError, pull
+from streamwidgets.server.local._pull import (
+    CHECKED_BY_HUB,
+    CHECKED_BY_RECORD,
+    REPULLED,
+    UNCHECKED,
+    PullError,
+    pull,
+)
 from streamwidgets.server.local._weights import find_weights, hub_cached
 
 pytestmark = pytest.mark.local
@@ -254,6 +261,7 @@ def hub_environment(tmp_path: Path, endpoint: str) -> dict[str, str]:
         "HF_ENDPOINT": endpoint,
         "HF_HOME": str(tmp_path / "hf"),
         "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"),
+        "STREAMWIDGETS_LOCAL_STATE": str(tmp_path / "state"),  # where pull records what it checked
     }
 
 
@@ -330,8 +338,10 @@ def test_pull_downloads_checks_and_is_then_found_offline(
     ], hub.requests
     assert hub.body_gets()[0][3] is None  # no Range: a whole download
 
-    again = pull(ENTRY.name, progress=False)
+    said: list[str] = []
+    again = pull(ENTRY.name, progress=False, say=said.append)
     assert again == weights
+    assert said == [CHECKED_BY_HUB]  # the copy in the cache is checked, not trusted
     assert len(hub.body_gets()) == 1, "the second pull fetched the file again"
     assert not are_progress_bars_disabled(), "progress=False left huggingface_hub's progress bars off"
 
@@ -339,7 +349,56 @@ def test_pull_downloads_checks_and_is_then_found_offline(
     use_hub(monkeypatch, tmp_path, hub.endpoint, offline=True)
     found = find_weights(small_ok=False)
     assert found == weights
-    assert pull(ENTRY.name, progress=False) == weights  # offline, a pulled model is what a pull gives
+    said.clear()
+    assert pull(ENTRY.name, progress=False, say=said.append) == weights  # offline, a pulled model is what a pull gives
+    assert said == [CHECKED_BY_RECORD]
+
+
+def flip_a_byte(path: Path) -> None:
+    """Change the file in place (the blob the snapshot links to), as a damaged disk or a hand would."""
+    with open(os.path.realpath(path), "r+b") as f:
+        f.seek(1000)
+        byte = f.read(1)
+        f.seek(1000)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_a_cached_copy_changed_in_place_is_pulled_again_when_the_hub_answers(
+    hub: LoopbackHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    use_hub(monkeypatch, tmp_path, hub.endpoint)
+    flip_a_byte(pull(ENTRY.name, progress=False).path)
+    said: list[str] = []
+    weights = pull(ENTRY.name, progress=False, say=said.append)
+    assert said == [REPULLED]
+    assert sha256_of(weights.path) == hub.sha256
+    assert len(hub.body_gets()) == 2  # fetched again, not run as it was
+
+
+def test_a_cached_copy_changed_in_place_is_deleted_when_the_hub_is_away(
+    hub: LoopbackHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cache = use_hub(monkeypatch, tmp_path, hub.endpoint)
+    flip_a_byte(pull(ENTRY.name, progress=False).path)
+    use_hub(monkeypatch, tmp_path, f"http://127.0.0.1:{closed_port()}")
+    with pytest.raises(PullError) as failed:
+        pull(ENTRY.name, progress=False)
+    assert str(failed.value).startswith(f"{ENTRY.filename} changed since it was checked (sha256 "), failed.value
+    assert str(failed.value).endswith("so it was deleted: pull again where the Hugging Face hub can be reached")
+    assert_nothing_found(cache)
+
+
+def test_a_copy_pulled_by_another_tool_is_said_unchecked_when_the_hub_is_away(
+    hub: LoopbackHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    use_hub(monkeypatch, tmp_path, hub.endpoint)
+    weights = pull(ENTRY.name, progress=False)
+    for record in (tmp_path / "state" / "pulled").iterdir():
+        record.unlink()  # as if huggingface-cli had put it there
+    use_hub(monkeypatch, tmp_path, f"http://127.0.0.1:{closed_port()}")
+    said: list[str] = []
+    assert pull(ENTRY.name, progress=False, say=said.append) == weights
+    assert said == [UNCHECKED]
 
 
 def test_an_interrupted_download_leaves_nothing_and_a_later_pull_completes(
@@ -470,9 +529,12 @@ def test_cli_pull_fetches_into_the_cache_of_its_environment(hub: LoopbackHub, tm
     assert path.is_relative_to(tmp_path / "hf" / "hub") and path.read_bytes()[:4] == b"GGUF", path
     assert len(hub.body_gets()) == 1
 
+    assert run.stderr.strip().splitlines()[-1] == f"streamwidgets pull: {CHECKED_BY_HUB}", run.stderr
+
     down = cli("pull", ENTRY.name, env=hub_environment(tmp_path, f"http://127.0.0.1:{closed_port()}"))
     assert down.returncode == 0, down.stderr  # pulled before: found with no hub
     assert down.stdout == run.stdout
+    assert down.stderr.strip().splitlines() == [f"streamwidgets pull: {CHECKED_BY_RECORD}"], down.stderr
 
     other = tmp_path / "elsewhere"
     unreachable = cli("pull", ENTRY.name, env=hub_environment(other, f"http://127.0.0.1:{closed_port()}"))
