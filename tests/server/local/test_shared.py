@@ -10,6 +10,7 @@ tests (the fixture raises); it never skips them. Each module uses a state folder
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -30,8 +31,15 @@ import pytest
 from teaching_prompts import teaching_prompts
 
 import streamwidgets as sw
-from streamwidgets.server.local import LocalModel, Weights, find_weights, local_model, local_model_missing
-from streamwidgets.server.local._pids import pid_alive
+from streamwidgets.server.local import (
+    LocalModel,
+    LocalModelError,
+    Weights,
+    find_weights,
+    local_model,
+    local_model_missing,
+)
+from streamwidgets.server.local._pids import pid_alive, start_time
 from streamwidgets.server.local._shared import MISSING_MESSAGE, state_folder
 
 pytestmark = pytest.mark.local
@@ -157,20 +165,102 @@ def test_a_killed_server_is_started_again_by_the_next_request(model: LocalModel)
     assert again.pid != model.pid and pid_alive(again.pid)
 
 
-@pytest.mark.parametrize("stale", ["dead pid", "live stranger", "garbage"])
+STRANGER = """
+    import sys
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    class Any(BaseHTTPRequestHandler):
+        def do_GET(self):
+            print(self.path, self.headers.get("Authorization"), flush=True)
+            self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+        do_POST = do_GET
+        def log_message(self, *a): pass
+    server = HTTPServer(("127.0.0.1", 0), Any)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+"""
+
+
+@pytest.mark.parametrize(
+    "stale", ["dead pid", "live stranger", "stranger on the port", "reused pid", "numbers out of range", "garbage"]
+)
 def test_a_stale_state_file_is_ignored_and_replaced(folder: Path, weights: Weights, stale: str):
     model = local_model(weights)
     model.stop()
-    state = {
-        "dead pid": {"pid": 2**22 + 12345, "port": model.port, "key": "x", "weights": str(weights.path)},
-        # a live process (this one) on a port where nothing of ours listens
-        "live stranger": {"pid": os.getpid(), "port": _closed_port(), "key": "x", "weights": str(weights.path)},
-    }.get(stale)
-    model.state_path.write_text(json.dumps(state) if state else "{not json")
+    stranger = subprocess.Popen([sys.executable, "-c", textwrap.dedent(STRANGER)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert stranger.stdout is not None
+        stranger_port = int(stranger.stdout.readline())
+        recorded = dataclasses.asdict(model.state)
+        state = {
+            "dead pid": {**recorded, "pid": 2**22 - 12345},
+            # a live process (this one) on a port where nothing of ours listens
+            "live stranger": {**recorded, "pid": os.getpid(), "start": start_time(os.getpid()), "port": _closed_port()},
+            # a server that answers 200 to anything, on the port the crashed server had (the key would go to it)
+            "stranger on the port": {**recorded, "pid": stranger.pid, "port": stranger_port},
+            "reused pid": {**recorded, "pid": stranger.pid, "start": 1, "port": stranger_port},
+            "numbers out of range": {**recorded, "pid": 2**70, "port": 2**64},
+        }.get(stale)
+        model.state_path.write_text(json.dumps(state) if state else "{not json")
+        fresh = local_model(weights)
+        assert fresh.start_seconds is not None and fresh.pid not in (model.pid, os.getpid(), stranger.pid)
+        assert json.loads(model.state_path.read_text())["pid"] == fresh.pid
+        headers = {"Authorization": f"Bearer {fresh.key}"}
+        assert httpx.get(f"{fresh.base_url}/models", headers=headers).status_code == 200
+        assert stranger.poll() is None  # never signalled
+    finally:
+        stranger.kill()
+        out = stranger.communicate()[0]
+    assert out.strip().splitlines()[1:] == []  # the stranger was sent nothing: no key, no prompt
+
+
+def test_links_planted_at_the_state_and_the_log_are_never_written_through(
+    folder: Path, weights: Weights, tmp_path: Path
+):
+    model = local_model(weights)
+    model.stop()
+    essay = tmp_path / "essay.txt"
+    essay.write_text("my essay")
+    for path in (model.state_path, model.state_path.with_suffix(".log")):
+        path.unlink(missing_ok=True)
+        path.symlink_to(essay)
     fresh = local_model(weights)
-    assert fresh.start_seconds is not None and fresh.pid not in (model.pid, os.getpid())
-    assert json.loads(model.state_path.read_text())["pid"] == fresh.pid
-    assert httpx.get(f"{fresh.base_url}/models", headers={"Authorization": f"Bearer {fresh.key}"}).status_code == 200
+    assert fresh.start_seconds is not None
+    assert essay.read_text() == "my essay"
+    for path in (model.state_path, model.state_path.with_suffix(".log")):
+        assert not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_symlinked_state_folder_is_refused_in_one_line(
+    weights: Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "state").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setenv("STREAMWIDGETS_LOCAL_STATE", str(tmp_path / "state"))
+    with pytest.raises(LocalModelError) as refused:
+        local_model(weights)
+    assert "\n" not in str(refused.value) and str(tmp_path / "state") in str(refused.value)
+    assert "symbolic link" in str(refused.value)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_web_pages_cannot_read_the_server_s_answers(model: LocalModel):
+    """llama.cpp's server takes any Host; the key refuses every request but /health, and no Origin
+    is reflected (browsers refuse a page what an empty allowed origin names)."""
+    evil = {"Host": "evil.example", "Origin": "https://evil.example"}
+    for path in ("/v1/models", "/props", "/slots", "/metrics", "/v1/chat/completions"):
+        answer = httpx.get(f"{root(model)}{path}", headers=evil)
+        assert answer.status_code == 401, (path, answer.status_code)
+        assert answer.headers.get("access-control-allow-origin", "") == ""
+    preflight = httpx.options(
+        f"{root(model)}/v1/chat/completions",
+        headers={**evil, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"},
+    )
+    assert preflight.headers.get("access-control-allow-origin", "") == ""
+    assert preflight.headers.get("access-control-allow-credentials", "false") == "false"
+    keyed = httpx.get(f"{model.base_url}/models", headers={**evil, "Authorization": f"Bearer {model.key}"})
+    assert keyed.status_code == 200 and keyed.headers.get("access-control-allow-origin", "") == ""
+    health = httpx.get(f"{root(model)}/health", headers=evil)
+    assert health.json() == {"status": "ok"} and health.headers.get("access-control-allow-origin", "") == ""
 
 
 def test_the_server_leaves_when_idle_and_when_its_last_kernel_is_gone(tmp_path: Path, weights: Weights):
