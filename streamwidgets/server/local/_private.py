@@ -37,6 +37,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _POSIX = os.name == "posix"
 _FOLDER_ENV = "STREAMWIDGETS_LOCAL_STATE"
+_MIB = 1 << 20
 
 
 class NotPrivate(ValueError):
@@ -118,17 +119,21 @@ class Folder:
     def names(self) -> list[str]:
         return os.listdir(self._fd if self._fd is not None else self.path)
 
-    def read(self, name: str) -> Optional[bytes]:
-        """The file's bytes, or None when it is missing or not this user's own regular file,
-        readable by no one else (such a file is never trusted: its writer replaces it)."""
+    def read(self, name: str, *, last: bool = False) -> Optional[bytes]:
+        """The file's first MiB (`last`: its last), or None when it is missing or not this user's
+        own regular file, readable by no one else (such a file is never trusted: its writer
+        replaces it)."""
         try:
             fd = self._open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as f:
-            if _own_file_problem(os.fstat(fd)) is not None:
+            st = os.fstat(fd)
+            if _own_file_problem(st) is not None:
                 return None
-            return f.read(1 << 20)
+            if last:
+                f.seek(max(0, st.st_size - _MIB))
+            return f.read(_MIB)
 
     def write(self, name: str, data: bytes) -> None:
         """Replace `name` with `data` in one step: written under a new name first (`O_EXCL`, mode 0600)."""

@@ -173,7 +173,7 @@ def local_model(weights: Optional[Weights] = None, *, timeout: float = START_TIM
     try:
         with private_folder(state_folder()) as folder:
             known = _known.get(folder.path / name)
-            if known is not None and proven(known.state) and _on_file(folder, name) == known.state:
+            if known is not None and proven(known.state, listening=False) and _on_file(folder, name) == known.state:
                 _use(folder, name)
                 return known
             with folder.lock(f"{_digest(weights)}.lock", deadline - time.monotonic()):
@@ -339,7 +339,7 @@ def _terminate(state: ServerState, timeout: float) -> None:
 
 
 def _tail(folder: Folder, name: str, lines: int = 6) -> str:
-    data = folder.read(name)
+    data = folder.read(name, last=True)
     if data is None:
         return "(no log)"
     kept = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()][-lines:]

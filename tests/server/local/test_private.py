@@ -471,3 +471,11 @@ def test_a_proven_server_is_stopped(scratch: Path) -> None:
 
 def test_pid_alive_takes_any_number() -> None:
     assert not pid_alive(2**70) and not pid_alive(-1) and pid_alive(os.getpid())
+
+
+def test_a_log_is_read_from_its_end(scratch: Path) -> None:
+    with private_folder(scratch / "state") as folder:
+        with os.fdopen(folder.create("a.log"), "wb") as log:
+            log.write(b"x" * (3 << 20) + b"\nthe last words\n")
+        assert (folder.read("a.log", last=True) or b"").endswith(b"the last words\n")
+        assert len(folder.read("a.log") or b"") == 1 << 20
