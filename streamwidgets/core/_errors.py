@@ -36,6 +36,7 @@ __all__ = [
     "connect_failed",
     "connect_timed_out",
     "cors_refused",
+    "redirected",
     "stalled",
     "connection_closed",
     "StreamError",
@@ -111,13 +112,7 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
     retry_after = retry_after_seconds(headers.get("retry-after"))
     location = headers.get("location")
     if 300 <= status < 400 and location:
-        # Never followed: the key would go wherever the redirect points.
-        return ErrorEvent(
-            f"The server redirects this request to {one_line(location, 300)}. streamwidgets does not follow "
-            "redirects (your key would go along): if that address is right, use it as the base_url.",
-            "redirect",
-            status,
-        )
+        return ErrorEvent(redirected(location), "redirect", status)
     text = body.decode("utf-8", "replace").strip()
     obj: Any = None
     if text[:1] in "{[":
@@ -135,6 +130,16 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
     summary = summarize_body(text)
     message = f"{reason} — {summary}" if summary else reason
     return ErrorEvent(message, None, status, retry_after)
+
+
+def redirected(location: Optional[str]) -> str:
+    """A redirect in words. It is never followed: the key would go wherever it points. A browser
+    does not tell a page where a redirect points (`location` None)."""
+    to = f"to {one_line(location, 300)}" if location else "to another address (the browser does not say which)"
+    return (
+        f"The server redirects this request {to}. streamwidgets does not follow redirects (your key would go "
+        "along): if that address is right, use it as the base_url."
+    )
 
 
 def _error_event(text: str) -> Optional[dict[str, Any]]:
