@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._state import StreamState
 
 __all__ = [
+    "CODE_CHARS",
     "spent",
     "error_from_object",
     "error_from_http",
@@ -43,6 +44,10 @@ __all__ = [
     "HTTPStatusError",
     "IncompleteStreamError",
 ]
+
+#: The most characters of a provider's error code (or finish reason) kept: a code is a word, such as
+#: `rate_limit_exceeded` or `SAFETY`; a megabyte in its place is cut as a message is (`one_line`).
+CODE_CHARS = 100
 
 _HTTP_REASONS = {
     400: "Bad request",
@@ -99,6 +104,8 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
         code = err["status"]  # Google's envelope: the HTTP number, and its name (`RESOURCE_EXHAUSTED`)
     if not isinstance(code, (str, int)) or isinstance(code, bool):
         code = None
+    elif isinstance(code, str):
+        code = one_line(code, CODE_CHARS)
     if not message:
         message = str(code) if code is not None else "unknown error"
     return ErrorEvent(one_line(message), code, http_status, retry_after)

@@ -66,7 +66,10 @@ class Limits:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"the {name} limit must be a positive whole number, not {value!r}")
-        if self.deadline is not None and not self.deadline > 0:
+        deadline = self.deadline
+        if deadline is not None and (
+            isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
+        ):
             raise ValueError(f"deadline must be a number of seconds above 0 (or None), not {self.deadline!r}")
 
     def answer_reached(self) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Optional, Union, get_args, overload
 
-from ._errors import spent
+from ._errors import CODE_CHARS, spent
 from ._events import (
     Citation,
     CitationsFound,
@@ -38,6 +38,7 @@ from ._events import (
     Usage,
     UsageReport,
 )
+from ._formatting import one_line
 from ._limits import DEFAULT_LIMITS, FIELD_CHARS
 
 if TYPE_CHECKING:
@@ -730,7 +731,7 @@ class StreamState:
             for citation in event.citations:
                 add(citation)
         elif type(event) is Finish:
-            self.finish_reason = event.reason
+            self.finish_reason = one_line(event.reason, CODE_CHARS)
         elif type(event) is Terminator:
             self.terminated = self._over = True
         elif type(event) is ErrorEvent:
