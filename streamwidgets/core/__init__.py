@@ -46,7 +46,7 @@ from ._events import (
     UsageReport,
 )
 from ._feed import Feed, Item, StreamBroke, slices
-from ._limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
+from ._limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits, check_seconds
 from ._options import FIELDS, PACKAGE_OPTIONS, STAND_IN_EXTRAS, accepted, check_options, closest
 from ._parse import parse
 from ._providers import APIS, CUSTOM, DEMO_FLAVORS, PROVIDERS, Api, Provider, get_provider
@@ -108,6 +108,7 @@ __all__ = [
     "StreamBroke",
     "slices",
     "LIMIT_NAMES",
+    "check_seconds",
     "FIELDS",
     "STAND_IN_EXTRAS",
     "PACKAGE_OPTIONS",

@@ -187,3 +187,16 @@ def test_a_megabyte_block_reason_is_cut_as_any_providers_code():
     short = parse([_event({"promptFeedback": {"blockReason": "SAFETY"}})])
     assert short.error is not None and short.error.code == "SAFETY" and short.finish_reason == "SAFETY"
     assert "the prompt was blocked (SAFETY)" in short.message
+
+
+def test_a_megabyte_model_name_or_response_id_is_cut_for_the_header():
+    huge = "gemini-" + "9" * 1_000_000
+    state = parse(
+        [_event({"modelVersion": huge, "responseId": huge, "candidates": [{"content": {"parts": [{"text": "Hi"}]}}]})]
+    )
+    assert state.text == "Hi" and state.model is not None and state.response_id is not None
+    assert state.model.startswith("gemini-999") and len(state.model) <= 200 and len(state.response_id) <= 200
+    plain = parse(
+        [_event({"modelVersion": "gemini-2.5-flash", "candidates": [{"content": {"parts": [{"text": "Hi"}]}}]})]
+    )
+    assert plain.model == "gemini-2.5-flash"

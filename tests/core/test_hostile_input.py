@@ -285,7 +285,9 @@ def test_a_url_longer_than_a_field_is_refused():
     assert [c.url for c in state.citations] == ["https://ok.org"] and said(state, "max_citations=") == 1
 
 
-@pytest.mark.parametrize("deadline", [True, False, "5", 0, -1, float("nan"), [5]])
+@pytest.mark.parametrize(
+    "deadline", [True, False, "5", 0, -1, float("nan"), [5], 10**400, pytest.param(10**5000, id="10**5000")]
+)
 def test_a_deadline_that_is_no_number_of_seconds_is_the_named_value_error(deadline):
     """`deadline=True` is not one second, and `deadline="5"` is named, not a `TypeError` from a
     comparison; through a request's keyword too."""
@@ -294,6 +296,21 @@ def test_a_deadline_that_is_no_number_of_seconds_is_the_named_value_error(deadli
     with pytest.raises(ValueError, match="deadline must be a number of seconds above 0"):
         sw.make_request("hi", provider="demo", deadline=deadline)
     assert Limits(deadline=5).deadline == 5 and Limits(deadline=0.5).deadline == 0.5
+
+
+@pytest.mark.parametrize("seconds", [True, "5", 0, -1, float("nan"), 10**400])
+def test_a_stall_timeout_that_is_no_number_of_seconds_is_named_before_anything_is_sent(seconds):
+    """`stall_timeout=True` was one second, `"5"` and NaN failed at the first read as a client
+    error, -1 stalled at once: each is the named `ValueError` when the request is made."""
+    with pytest.raises(ValueError, match="stall_timeout must be a number of seconds above 0"):
+        sw.make_request("hi", provider="demo", stall_timeout=seconds)
+
+
+@pytest.mark.parametrize("retries", [True, "2", 1.5, -1])
+def test_retries_that_are_no_whole_number_are_the_named_value_error(retries):
+    with pytest.raises(ValueError, match="retries must be a whole number, 0 \\(no retry\\) or more"):
+        sw.make_request("hi", provider="demo", retries=retries)
+    assert sw.make_request("hi", provider="demo", retries=0).retries == 0
 
 
 def test_the_new_limits_are_checked_and_reach_every_request():
