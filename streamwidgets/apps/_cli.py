@@ -306,9 +306,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from ..server import DemoServer
 
-        server = DemoServer(
-            args.host, args.port, allow_origins=args.allow_origin
-        ).start()  # bind first: announce a real one
+        # bind first, announce a real one; origins are checked and written as a browser does
+        server = DemoServer(args.host, args.port, allow_origins=args.allow_origin).start()
         print(f"streamwidgets embedded provider on {server.base_url} (Ctrl+C stops it)", flush=True)
         if server.allow_origins:
             print(f"pages that may read its answers (CORS): {', '.join(server.allow_origins)}", flush=True)

@@ -5,8 +5,7 @@ HTML, GitHub, nbviewer). The HTML form is the pane's own safe render with a stat
 (no second render of the whole answer when the stream ends). The markdown form is for renderers
 that may pass raw HTML through (markdown-it with `html=True`, nbconvert's markdown filter): the
 answer made inert by `safe_markdown`, the lines around it (a tool loop's timeline, the status line)
-escaped as plain text. Neither form holds more than
-the answer and its status.
+escaped as plain text. Neither form holds more than the answer and its status.
 
 Pure: no widgets, no I/O.
 """
