@@ -306,11 +306,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from ..server import DemoServer
 
-        origins = [origin.rstrip("/") for origin in args.allow_origin]
-        server = DemoServer(args.host, args.port, allow_origins=origins).start()  # bind first: announce a real one
+        # bind first, announce a real one; origins are checked and written as a browser does
+        server = DemoServer(args.host, args.port, allow_origins=args.allow_origin).start()
         print(f"streamwidgets embedded provider on {server.base_url} (Ctrl+C stops it)", flush=True)
-        if origins:
-            print(f"pages that may read its answers (CORS): {', '.join(origins)}", flush=True)
+        if server.allow_origins:
+            print(f"pages that may read its answers (CORS): {', '.join(server.allow_origins)}", flush=True)
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 threading.Event().wait()

@@ -25,7 +25,7 @@ from typing import Any, Optional, Union
 import ipywidgets as w
 
 from ..core import Limits, Provider, StreamState, formatting
-from ..markdown import escape_html
+from ..markdown import escape_html, safe_markdown
 from ..net import DEFAULT_MAX_STEPS, DEFAULT_RETRIES, DEFAULT_STALL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, PathLike, Secret
 from ..widgets import WIDGET_MIMETYPE, Parts, StreamHandle, set_traits, stylesheet_widget
 
@@ -204,8 +204,11 @@ def comparison_html(rows: Sequence[dict[str, str]]) -> str:
 
 
 def comparison_markdown(rows: Sequence[dict[str, str]]) -> str:
+    """The table as markdown. A cell holds what a provider sent (its model's name, its finish
+    reason): one line, made inert (`safe_markdown`), its `|` escaped."""
+
     def cell(text: str) -> str:
-        return text.replace("|", "\\|")
+        return safe_markdown(formatting.one_line(text)).replace("|", "\\|")
 
     lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     lines += ["| " + " | ".join(cell(row[c]) for c in _COLUMNS) + " |" for row in rows]

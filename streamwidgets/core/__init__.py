@@ -21,6 +21,7 @@ from ._errors import (
     connection_closed,
     cors_refused,
     error_from_http,
+    redirected,
     spent,
     stalled,
     summarize_body,
@@ -45,7 +46,7 @@ from ._events import (
     UsageReport,
 )
 from ._feed import Feed, Item, StreamBroke, slices
-from ._limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits
+from ._limits import DEFAULT_LIMITS, LIMIT_NAMES, Limits, check_seconds
 from ._options import FIELDS, PACKAGE_OPTIONS, STAND_IN_EXTRAS, accepted, check_options, closest
 from ._parse import parse
 from ._providers import APIS, CUSTOM, DEMO_FLAVORS, PROVIDERS, Api, Provider, get_provider
@@ -97,6 +98,7 @@ __all__ = [
     "connect_failed",
     "connect_timed_out",
     "cors_refused",
+    "redirected",
     "connection_closed",
     "error_from_http",
     "spent",
@@ -106,6 +108,7 @@ __all__ = [
     "StreamBroke",
     "slices",
     "LIMIT_NAMES",
+    "check_seconds",
     "FIELDS",
     "STAND_IN_EXTRAS",
     "PACKAGE_OPTIONS",

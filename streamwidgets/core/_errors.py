@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._state import StreamState
 
 __all__ = [
+    "CODE_CHARS",
     "spent",
     "error_from_object",
     "error_from_http",
@@ -36,12 +37,17 @@ __all__ = [
     "connect_failed",
     "connect_timed_out",
     "cors_refused",
+    "redirected",
     "stalled",
     "connection_closed",
     "StreamError",
     "HTTPStatusError",
     "IncompleteStreamError",
 ]
+
+#: The most characters of a provider's error code (or finish reason) kept: a code is a word, such as
+#: `rate_limit_exceeded` or `SAFETY`; a megabyte in its place is cut as a message is (`one_line`).
+CODE_CHARS = 100
 
 _HTTP_REASONS = {
     400: "Bad request",
@@ -98,6 +104,8 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
         code = err["status"]  # Google's envelope: the HTTP number, and its name (`RESOURCE_EXHAUSTED`)
     if not isinstance(code, (str, int)) or isinstance(code, bool):
         code = None
+    elif isinstance(code, str):
+        code = one_line(code, CODE_CHARS)
     if not message:
         message = str(code) if code is not None else "unknown error"
     return ErrorEvent(one_line(message), code, http_status, retry_after)
@@ -111,13 +119,7 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
     retry_after = retry_after_seconds(headers.get("retry-after"))
     location = headers.get("location")
     if 300 <= status < 400 and location:
-        # Never followed: the key would go wherever the redirect points.
-        return ErrorEvent(
-            f"The server redirects this request to {one_line(location, 300)}. streamwidgets does not follow "
-            "redirects (your key would go along): if that address is right, use it as the base_url.",
-            "redirect",
-            status,
-        )
+        return ErrorEvent(redirected(location), "redirect", status)
     text = body.decode("utf-8", "replace").strip()
     obj: Any = None
     if text[:1] in "{[":
@@ -135,6 +137,16 @@ def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str
     summary = summarize_body(text)
     message = f"{reason} — {summary}" if summary else reason
     return ErrorEvent(message, None, status, retry_after)
+
+
+def redirected(location: Optional[str]) -> str:
+    """A redirect in words. It is never followed: the key would go wherever it points. A browser
+    does not tell a page where a redirect points (`location` None)."""
+    to = f"to {one_line(location, 300)}" if location else "to another address (the browser does not say which)"
+    return (
+        f"The server redirects this request {to}. streamwidgets does not follow redirects (your key would go "
+        "along): if that address is right, use it as the base_url."
+    )
 
 
 def _error_event(text: str) -> Optional[dict[str, Any]]:

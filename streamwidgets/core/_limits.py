@@ -14,9 +14,11 @@ limit and the keyword that raises it.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Optional
+from typing import Any, Optional
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "FIELD_CHARS", "LIMIT_NAMES"]
+from . import _formatting as formatting
+
+__all__ = ["Limits", "DEFAULT_LIMITS", "FIELD_CHARS", "LIMIT_NAMES", "check_seconds"]
 
 #: The most characters of a cited URL or title, or of a tool call's id or name: a citation or a
 #: call with a longer one is refused (no real page or function has one), so that the counts
@@ -30,6 +32,21 @@ _CITATIONS = 1_000
 _WARNINGS = 100
 #: The limits that count (whole numbers, 1 or more); the deadline is seconds.
 _COUNTS = ("max_event_chars", "max_answer_chars", "max_tool_calls", "max_citations", "max_warnings")
+
+
+def check_seconds(name: str, value: Any, words: str = "a number of seconds above 0") -> None:
+    """A `ValueError` naming `name` unless `value` is a number of seconds above 0: `True` is not one
+    second, `"5"` is not a number, NaN is no time, and `10**400` is more than a clock can count."""
+    try:
+        fits = not isinstance(value, bool) and isinstance(value, (int, float)) and float(value) > 0
+    except OverflowError:
+        fits = False
+    if not fits:
+        try:
+            shown = repr(value)
+        except ValueError:  # an int past Python's digit limit
+            shown = "a number too long to write"
+        raise ValueError(f"{name} must be {words}, not {formatting.shorten(shown, 80)}")
 
 
 @dataclass(frozen=True)
@@ -66,8 +83,8 @@ class Limits:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"the {name} limit must be a positive whole number, not {value!r}")
-        if self.deadline is not None and not self.deadline > 0:
-            raise ValueError(f"deadline must be a number of seconds above 0 (or None), not {self.deadline!r}")
+        if self.deadline is not None:
+            check_seconds("deadline", self.deadline, "a number of seconds above 0 (or None)")
 
     def answer_reached(self) -> str:
         return (

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Optional, Union, get_args, overload
 
-from ._errors import spent
+from ._errors import CODE_CHARS, spent
 from ._events import (
     Citation,
     CitationsFound,
@@ -38,6 +38,7 @@ from ._events import (
     Usage,
     UsageReport,
 )
+from ._formatting import one_line, shorten
 from ._limits import DEFAULT_LIMITS, FIELD_CHARS
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error")
 _SPENT_FIX = "the quota, budget or credit is used up; add credit or raise the limit, then run the cell again."
 #: Below this span from first to last token a rate is noise (a burst of reads), not a speed.
 _MIN_RATE_SPAN = 0.05
+#: The most characters of a model's name or a response id kept: real ones are under 100.
+_NAME_CHARS = 200
 #: Pieces of a tool call's arguments kept apart before the newest are joined (`ToolCall.seal`).
 PIECES = 256
 #: A text delta shorter than this grows the last piece instead of adding one: a million
@@ -730,15 +733,15 @@ class StreamState:
             for citation in event.citations:
                 add(citation)
         elif type(event) is Finish:
-            self.finish_reason = event.reason
+            self.finish_reason = one_line(event.reason, CODE_CHARS)
         elif type(event) is Terminator:
             self.terminated = self._over = True
         elif type(event) is ErrorEvent:
             if self.error is None:  # the first error is the cause; later ones are echoes
                 self.error = StreamErrorInfo(event.message, event.code, event.http_status, event.retry_after)
-        elif type(event) is Started:
-            self.model = event.model or self.model
-            self.response_id = event.response_id or self.response_id
+        elif type(event) is Started:  # names, shown in the header: a megabyte of one is cut
+            self.model = shorten(event.model, _NAME_CHARS) if event.model else self.model
+            self.response_id = shorten(event.response_id, _NAME_CHARS) if event.response_id else self.response_id
             if event.script:
                 self.script = event.script
         elif type(event) is Problem:

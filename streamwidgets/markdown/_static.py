@@ -4,8 +4,8 @@ A saved notebook shows an output's other mimetypes where the widget cannot rende
 HTML, GitHub, nbviewer). The HTML form is the pane's own safe render with a status line under it
 (no second render of the whole answer when the stream ends). The markdown form is for renderers
 that may pass raw HTML through (markdown-it with `html=True`, nbconvert's markdown filter): the
-answer made inert by `safe_markdown`, then the status line, escaped. Neither form holds more than
-the answer and its status.
+answer made inert by `safe_markdown`, the lines around it (a tool loop's timeline, the status line)
+escaped as plain text. Neither form holds more than the answer and its status.
 
 Pure: no widgets, no I/O.
 """
@@ -32,11 +32,14 @@ _DEFINITION = re.compile(r"^( {0,3})\[([^\]]*)\]:[ \t]*<?(\S*)", re.M)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~&$])")
 
 
-def static_markdown(text: str, status: str, reason: str = "") -> str:
-    """The `text/markdown` form: the answer made inert, then its status line and, when it ended
-    short, why (both plain text, escaped)."""
+def static_markdown(text: str, status: str, reason: str = "", *, before: str = "") -> str:
+    """The `text/markdown` form: the lines `before` the answer (a tool loop's timeline), the
+    answer made inert, then its status line and, when it ended short, why. All but the answer are
+    plain text, escaped, so that none can open a code fence the answer would close (and the raw
+    HTML the answer keeps inside a fence of its own would then be read as HTML)."""
+    head = "  \n".join(_escape_markdown(line) for line in before.splitlines())
     footer = f"*{_escape_markdown(status)}*" + (f"\n\n{_escape_markdown(reason)}" if reason else "")
-    return f"{safe_markdown(text)}\n\n{footer}" if text else footer
+    return "\n\n".join(part for part in (head, safe_markdown(text), footer) if part)
 
 
 def static_html(answer_html: str, status: str, reason: str = "") -> str:

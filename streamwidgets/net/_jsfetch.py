@@ -19,6 +19,10 @@ index). `docs/design.md` ("Python in the browser") says what the browser changes
   allow (`core.cors_refused`).
 - Headers a server does not expose (`Access-Control-Expose-Headers`) are unreadable, such as
   `retry-after` from another origin; a wait is then the retry's own backoff.
+- It would follow a redirect, and send the key (`x-api-key`, `x-goog-api-key`) along to wherever it
+  points. httpx on CPython follows none: here `redirect: "manual"` keeps the browser from following,
+  and the redirect it hands back (`opaqueredirect`, which does not say where it points) is an error
+  worded as on CPython (`Redirected`, `core.redirected`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, Optional
 import anyio
 import httpx
 
-__all__ = ["CorsRefused", "FetchTransport", "sent_headers"]
+__all__ = ["CorsRefused", "FetchTransport", "Redirected", "sent_headers"]
 
 #: Headers a page may not set (the browser sets them, or refuses the request), in lower case.
 _BROWSER_SETS = frozenset(
@@ -71,6 +75,10 @@ class CorsRefused(httpx.ConnectError):
         self.headers = headers
 
 
+class Redirected(httpx.TransportError):
+    """The server answered with a redirect, which the browser was told not to follow."""
+
+
 def sent_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
     """The request's headers a page may send; the browser adds the rest itself."""
     return [(name, value) for name, value in headers.multi_items() if name.lower() not in _BROWSER_SETS]
@@ -94,6 +102,7 @@ class FetchTransport(httpx.AsyncBaseTransport):
             "signal": controller.signal,
             "credentials": "omit",  # a key travels in a header, never in the browser's cookies
             "cache": "no-store",
+            "redirect": "manual",  # never follow: the key would go along (httpx on CPython follows none)
         }
         if body:
             init["body"] = to_js(body)
@@ -110,6 +119,9 @@ class FetchTransport(httpx.AsyncBaseTransport):
         except BaseException:
             controller.abort()
             raise
+        if str(response.type) == "opaqueredirect":
+            controller.abort()
+            raise Redirected("the server redirects this request", request=request)
         answered = [(str(pair[0]), str(pair[1])) for pair in response.headers.entries()]
         return httpx.Response(
             status_code=int(response.status),

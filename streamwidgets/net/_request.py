@@ -41,6 +41,7 @@ from ..core import (
     Tool,
     as_tools,
     check_options,
+    check_seconds,
     formatting,
     get_provider,
 )
@@ -304,6 +305,7 @@ def make_request(
     Nothing is started or sent here.
     """
     limits = Limits(max_event_chars, max_answer_chars, max_tool_calls, max_citations, max_warnings, deadline)
+    check_seconds("stall_timeout", stall_timeout)
     _check_prompt(prompt, params)
     tools = params.pop("tools", None)
     if tools is not None and (isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence)):

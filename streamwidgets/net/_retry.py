@@ -61,8 +61,8 @@ class RetryPolicy:
     max_wait: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.retries < 0:
-            raise ValueError("retries must be 0 (no retry) or more")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise ValueError(f"retries must be a whole number, 0 (no retry) or more, not {self.retries!r}"[:300])
 
     def delay(self, error: ErrorEvent, tries: int, rng: Callable[[], float] = random.random) -> Optional[float]:
         """Seconds to wait before try `tries + 1`, or None: give up and show the error."""

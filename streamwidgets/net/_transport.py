@@ -39,12 +39,13 @@ from ..core import (
     cors_refused,
     error_from_http,
     is_event_stream,
+    redirected,
     stalled,
     summarize_body,
 )
 from ..core.dialects import WHOLE_BODY_LIMIT
 from ._decode import UndecodableBody, decoded
-from ._jsfetch import CorsRefused, FetchTransport
+from ._jsfetch import CorsRefused, FetchTransport, Redirected
 from ._reads import GulpBackend, gulps
 from ._request import StreamRequest
 from ._retry import wait_hint
@@ -349,6 +350,8 @@ async def response_items(
         raise StreamBroke(stalled(request.stall_timeout)) from None
     except CorsRefused as exc:
         yield [ErrorEvent(cors_refused(where(request), exc.origin, exc.headers), "cors_refused")]
+    except Redirected:
+        yield [ErrorEvent(redirected(None), "redirect")]
     except httpx.ConnectError as exc:
         yield [ErrorEvent(request.redact(connect_failed(exc, where(request))), "connect_error")]
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.NetworkError) as exc:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import ipywidgets as w
 
-from ..markdown import conversation_markdown, escape_html, render_markdown
+from ..markdown import conversation_markdown, escape_html, render_markdown, safe_markdown
 from ..net import Chat, Live
 from ._fallback import WIDGET_MIMETYPE
 from ._handle import StreamHandle
@@ -148,7 +148,9 @@ class ChatPanel:
             else:
                 lines.append(content)
                 blocks.append(render_markdown(content))
-        bundle["text/markdown"] = "\n\n---\n\n".join(lines)
+        # made inert as a view's saved answer is (a renderer may pass raw HTML through), as one
+        # document: a fence one turn leaves open would change what the next one's fences hold
+        bundle["text/markdown"] = safe_markdown("\n\n---\n\n".join(lines))
         bundle["text/html"] = f'<div class="sw-static">{"<hr>".join(blocks)}</div>'
         bundle["text/plain"] = "\n\n".join(
             f"{'You' if m['role'] == 'user' else 'Answer'}: {m.get('content', '')}" for m in turns

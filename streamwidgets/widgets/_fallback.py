@@ -25,7 +25,7 @@ import os
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..core import StreamState, formatting
-from ..markdown import safe_markdown, static_html, static_markdown
+from ..markdown import static_html, static_markdown
 from . import _panes
 from ._cells import under_runner
 
@@ -124,7 +124,6 @@ def final_bundle(
     return {
         **(_widget_part(view.widget) if widget else {}),
         "text/plain": f"{head}{plain}\n\n{footer}" if plain else f"{head}{footer}",
-        "text/markdown": (safe_markdown(head.replace("\n", "  \n", lines.count("\n"))) if head else "")
-        + static_markdown(text, status, why),
+        "text/markdown": static_markdown(text, status, why, before=lines),
         "text/html": static_html(inside, status, why) + after,
     }

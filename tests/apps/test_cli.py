@@ -447,6 +447,14 @@ def test_serve_on_a_busy_port_says_so_and_never_announces_a_server():
     assert "embedded provider on" not in run.stdout
 
 
+@pytest.mark.parametrize("origin", ["null", "*"])
+def test_serve_refuses_to_let_in_null_or_a_wildcard_in_one_line(origin):
+    run = cli("serve", "--port", "0", "--allow-origin", "http://127.0.0.1:8000", "--allow-origin", origin, timeout=20)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.describe()
+    assert run.stderr.startswith("streamwidgets serve: ") and ("null" in run.stderr or "wildcard" in run.stderr)
+    assert "embedded provider on" not in run.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -3,9 +3,10 @@ side, streaming in a real kernel, are `tests/kernel/test_classroom.py`."""
 
 from __future__ import annotations
 
+from markdown_it import MarkdownIt
 from widget_harness import markup_problems
 
-from streamwidgets.apps._compare import comparison_html
+from streamwidgets.apps._compare import comparison_html, comparison_markdown
 from streamwidgets.widgets._sparkline import TokenTrace, sparkline_svg
 
 
@@ -47,3 +48,16 @@ def test_the_table_escapes_what_the_stream_names():
     row.update({"output tokens": "1", "cost": "—", "finish": "stop", "tries": "1"})
     html = comparison_html([row])
     assert "<img" not in html and "&lt;img" in html
+
+
+def test_the_saved_markdown_table_keeps_what_the_stream_names_inert():
+    """The table's `text/markdown` form, read by a renderer that passes raw HTML through: a model's
+    name or a finish reason with HTML, a link, a newline or a `|` stays text in its own cell."""
+    hostile = ["<img src=x onerror=alert(1)>", '<a href="javascript:alert(1)">x</a>', "[x](javascript:alert(1))"]
+    rows = [dict.fromkeys(("model", "status", "first token", "tokens/s", "output tokens", "cost", "tries"), "1")]
+    rows = [{**rows[0], "model": bad, "finish": f"stop\n| a | b |\n{bad}"} for bad in hostile]
+    markdown = comparison_markdown(rows)
+    assert len(markdown.splitlines()) == 2 + len(hostile)  # a row per model: the newline did not split one
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    assert rendered.count("<tr>") == 1 + len(hostile) and markup_problems(rendered) == []
+    assert "&lt;img src=x onerror=alert(1)&gt;" in rendered and "javascript:" not in rendered.split("href")[0]

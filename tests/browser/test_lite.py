@@ -11,6 +11,7 @@ cannot be built fails the tests (never skips them): the output of `scripts/lite`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import http.server
@@ -401,4 +402,81 @@ def test_a_provider_that_refuses_the_site_is_said_to_refuse_it_and_a_dead_port_t
         )
     )
     assert f"Nothing answers on 127.0.0.1:{port}" in out, out
+    lite.assert_stayed_in_the_site()
+
+
+class _Cors(http.server.BaseHTTPRequestHandler):
+    """A provider that lets one page in (CORS, its preflight answered) and answers every POST as
+    `answer` says; each POST's headers are kept in `posts` (the server's list)."""
+
+    def do_OPTIONS(self) -> None:
+        self.server.preflights += 1  # type: ignore[attr-defined]
+        self._reply(204, [("access-control-allow-methods", "POST"), ("access-control-allow-headers", "*")])
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.server.posts.append(dict(self.headers.items()))  # type: ignore[attr-defined]
+        status, headers, body = self.server.answer  # type: ignore[attr-defined]
+        self._reply(status, headers, body)
+
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
+        self.send_response(status)
+        for name, value in [("access-control-allow-origin", self.server.page), *headers]:  # type: ignore[attr-defined]
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def cors_server(page: str, answer: tuple[int, list[tuple[str, str]], bytes]) -> Iterator[Any]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Cors)
+    server.page, server.answer, server.posts, server.preflights = page, answer, [], 0  # type: ignore[attr-defined]
+    server.root = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_redirect_to_another_origin_is_not_followed_and_the_key_stays_home(lite: LitePage, lite_url: str) -> None:
+    """A provider that lets the site in and redirects to another origin that lets in any page: a fetch
+    that follows redirects sends the request there again, `x-api-key` and all (shown first, with
+    the browser's own fetch). streamwidgets' does not follow, as httpx on CPython does not, and
+    says that the server redirects the request, in CPython's words."""
+    # After a redirect to another origin a browser sends `Origin: null`: a stranger lets in any page.
+    with cors_server("*", (200, [("content-type", "application/json")], b"{}")) as stranger:
+        moved = (307, [("location", f"{stranger.root}/v1/messages")], b"")
+        with cors_server(lite_url, moved) as provider:
+            base = f"{provider.root}/v1"
+            out = text_of(
+                lite.run_cell(
+                    "import js\nfrom pyodide.ffi import to_js\n\nimport streamwidgets as sw\n"
+                    f'init = {{"method": "POST", "body": "{{}}", "headers": to_js([["x-api-key", "sk-followed"], '
+                    '["content-type", "application/json"]])}\n'
+                    f'r = await js.fetch("{base}/messages", to_js(init, dict_converter=js.Object.fromEntries))\n'
+                    "print(r.status, r.url)"
+                )
+            )
+            assert out.split() == ["200", f"{stranger.root}/v1/messages"], out
+            assert [post.get("x-api-key") for post in stranger.posts] == ["sk-followed"]
+            stranger.posts.clear()
+            stranger.preflights = 0
+            out = text_of(
+                lite.run_cell(
+                    f's = await sw.arun("hi", provider="anthropic", base_url="{base}", api_key="sk-ant-class-key",'
+                    ' model="claude-sonnet-4-5", retries=0)\nprint(s.status, "|", s.error.code, "|", s.message)'
+                )
+            )
+            assert [post.get("x-api-key") for post in provider.posts][-1] == "sk-ant-class-key"
+            assert stranger.posts == [] and stranger.preflights == 0, stranger.posts
+    assert out.startswith("error | redirect | The provider reported an error: The server redirects this request"), out
+    assert "streamwidgets does not follow redirects (your key would go along)" in out and "base_url" in out, out
+    assert "sk-ant-class-key" not in out
     lite.assert_stayed_in_the_site()

@@ -160,3 +160,43 @@ def test_googles_error_envelope_names_the_status_and_the_retry_delay():
     error = error_from_http(429, body, {"content-type": "application/json"})
     assert error.code == "RESOURCE_EXHAUSTED" and error.http_status == 429
     assert "Resource has been exhausted" in error.message
+
+
+@pytest.mark.parametrize("bad", [-3, -1.0, 1e308, 10**13, 2.5, "12", True, None])
+def test_usage_that_is_no_count_is_read_as_unreported(bad):
+    """`usageMetadata` with a negative count, `1e308` or what is no whole number: that count is
+    unreported (as in every dialect, `_common.count`), the others stay."""
+    usage = {"promptTokenCount": bad, "candidatesTokenCount": 7, "thoughtsTokenCount": bad, "totalTokenCount": bad}
+    state = parse([_event({"candidates": [{"content": {"parts": [{"text": "Hi"}]}}], "usageMetadata": usage})])
+    assert state.usage is not None and state.text == "Hi"
+    assert state.usage.prompt_tokens is None and state.usage.reasoning_tokens is None
+    assert state.usage.completion_tokens == 7 and state.usage.total_tokens is None
+    fine = parse([_event({"usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 3.0}})])
+    assert fine.usage is not None and (fine.usage.prompt_tokens, fine.usage.completion_tokens) == (0, 3)
+    assert fine.usage.total_tokens == 3
+
+
+def test_a_megabyte_block_reason_is_cut_as_any_providers_code():
+    """`promptFeedback.blockReason` is a word (`SAFETY`); a megabyte there becomes a message of a
+    line, and a code and finish reason of a hundred characters, not a megabyte each."""
+    reason = "SAFETY_" + "X" * 1_000_000
+    state = parse([_event({"promptFeedback": {"blockReason": reason}})])
+    assert state.status == "error" and state.error is not None
+    assert state.message.startswith("The provider reported an error: the prompt was blocked (SAFETY_XXX")
+    assert len(state.message) < 400 and len(str(state.error.code)) <= 100 and len(state.finish_reason or "") <= 100
+    short = parse([_event({"promptFeedback": {"blockReason": "SAFETY"}})])
+    assert short.error is not None and short.error.code == "SAFETY" and short.finish_reason == "SAFETY"
+    assert "the prompt was blocked (SAFETY)" in short.message
+
+
+def test_a_megabyte_model_name_or_response_id_is_cut_for_the_header():
+    huge = "gemini-" + "9" * 1_000_000
+    state = parse(
+        [_event({"modelVersion": huge, "responseId": huge, "candidates": [{"content": {"parts": [{"text": "Hi"}]}}]})]
+    )
+    assert state.text == "Hi" and state.model is not None and state.response_id is not None
+    assert state.model.startswith("gemini-999") and len(state.model) <= 200 and len(state.response_id) <= 200
+    plain = parse(
+        [_event({"modelVersion": "gemini-2.5-flash", "candidates": [{"content": {"parts": [{"text": "Hi"}]}}]})]
+    )
+    assert plain.model == "gemini-2.5-flash"

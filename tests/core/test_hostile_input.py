@@ -180,6 +180,26 @@ def test_a_count_past_the_digit_limit_is_shown_as_a_question_mark():
     assert formatting.count(10**5000) == "?"
 
 
+@pytest.mark.parametrize("bad", [-5, -1.0, 1e308, 10**13])
+def test_a_negative_or_impossible_token_count_is_unreported_in_every_dialect(bad):
+    """A count below 0 or past `MOST_TOKENS` is no count, whichever API sent it; a negative cost is
+    no cost."""
+    bodies = {
+        "chat": chunk({"content": "Hi"}, usage={"prompt_tokens": bad, "completion_tokens": 2, "cost": -0.25}),
+        "messages": raw(json.dumps({"type": "message_start", "message": {"usage": {"input_tokens": bad}}}).encode())
+        + raw(json.dumps({"type": "message_delta", "delta": {}, "usage": {"output_tokens": 2}}).encode()),
+        "responses": raw(
+            json.dumps(
+                {"type": "response.completed", "response": {"usage": {"input_tokens": bad, "output_tokens": 2}}}
+            ).encode()
+        ),
+    }
+    for api, body in bodies.items():
+        usage = sw.parse([body], api=api).usage
+        assert usage is not None and usage.prompt_tokens is None and usage.completion_tokens == 2, (api, usage)
+        assert usage.cost is None, (api, usage)
+
+
 # --------------------------------------------------------------------------- the answer limit covers tool calls
 
 
@@ -263,6 +283,34 @@ def test_a_url_longer_than_a_field_is_refused():
         [CitationsFound((Citation("https://e.org/" + "p" * FIELD_CHARS), Citation("https://ok.org")))], Limits()
     )
     assert [c.url for c in state.citations] == ["https://ok.org"] and said(state, "max_citations=") == 1
+
+
+@pytest.mark.parametrize(
+    "deadline", [True, False, "5", 0, -1, float("nan"), [5], 10**400, pytest.param(10**5000, id="10**5000")]
+)
+def test_a_deadline_that_is_no_number_of_seconds_is_the_named_value_error(deadline):
+    """`deadline=True` is not one second, and `deadline="5"` is named, not a `TypeError` from a
+    comparison; through a request's keyword too."""
+    with pytest.raises(ValueError, match="deadline must be a number of seconds above 0"):
+        Limits(deadline=deadline)
+    with pytest.raises(ValueError, match="deadline must be a number of seconds above 0"):
+        sw.make_request("hi", provider="demo", deadline=deadline)
+    assert Limits(deadline=5).deadline == 5 and Limits(deadline=0.5).deadline == 0.5
+
+
+@pytest.mark.parametrize("seconds", [True, "5", 0, -1, float("nan"), 10**400])
+def test_a_stall_timeout_that_is_no_number_of_seconds_is_named_before_anything_is_sent(seconds):
+    """`stall_timeout=True` was one second, `"5"` and NaN failed at the first read as a client
+    error, -1 stalled at once: each is the named `ValueError` when the request is made."""
+    with pytest.raises(ValueError, match="stall_timeout must be a number of seconds above 0"):
+        sw.make_request("hi", provider="demo", stall_timeout=seconds)
+
+
+@pytest.mark.parametrize("retries", [True, "2", 1.5, -1])
+def test_retries_that_are_no_whole_number_are_the_named_value_error(retries):
+    with pytest.raises(ValueError, match="retries must be a whole number, 0 \\(no retry\\) or more"):
+        sw.make_request("hi", provider="demo", retries=retries)
+    assert sw.make_request("hi", provider="demo", retries=0).retries == 0
 
 
 def test_the_new_limits_are_checked_and_reach_every_request():

@@ -545,6 +545,42 @@ def test_a_page_let_in_by_name_reads_answers_and_no_other_page_does(quiet_logs):
             assert response.status_code == 403 and not any(n.startswith("access-control-") for n in response.headers)
 
 
+def test_a_page_named_as_a_person_writes_it_is_named_as_the_browser_sends_it(quiet_logs):
+    """A trailing slash, capitals or the default port would never equal the `Origin` a browser
+    sends: the names are kept as a browser writes them, so the page is let in."""
+    with DemoServer(allow_origins=["HTTP://LocalHost:8000/", "https://Course.Example.EDU:443"]) as server:
+        assert server.allow_origins == ("http://localhost:8000", "https://course.example.edu")
+        with httpx.Client(timeout=10) as client:
+            for page in server.allow_origins:
+                response = client.post(
+                    server.url + "/v1/chat/completions", json=body_for("chat"), headers={"origin": page}
+                )
+                assert response.status_code == 200 and response.headers["access-control-allow-origin"] == page
+
+
+@pytest.mark.parametrize(
+    ("named", "says"),
+    [
+        ("null", "the origin null cannot be allowed: every sandboxed frame and data: document has it"),
+        (" NULL ", "the origin null cannot be allowed"),
+        ("*", "there is no wildcard origin: name each page"),
+        ("http://127.0.0.1:8000/lab", "is not an origin a page has: write it as http(s)://HOST[:PORT]"),
+        ("127.0.0.1:8000", "is not an origin a page has"),
+        ("file:///home/me/site", "is not an origin a page has"),
+        ("http://user@127.0.0.1:8000", "is not an origin a page has"),
+        ("http://127.0.0.1:99999", "is not an origin a page has"),
+    ],
+)
+def test_null_a_wildcard_and_what_is_no_origin_are_refused_before_a_port_opens(named, says):
+    """`null` would let in any page (a sandboxed iframe or a `data:` document sends it), `*` is
+    not a wildcard here: both, and names no browser sends, are refused with one line."""
+    with pytest.raises(ValueError) as refused:
+        DemoServer(allow_origins=["http://127.0.0.1:8000", named])
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+    with pytest.raises(ValueError, match="a list of origins, not one string"):
+        DemoServer(allow_origins="http://127.0.0.1:8000")
+
+
 @pytest.mark.parametrize("origin", ["http://127.0.0.1:{port}", "http://localhost:{port}", None])
 def test_same_origin_and_no_origin_are_served(server, http, origin):
     headers = {"origin": origin.format(port=server.port)} if origin else {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from widget_harness import markup_problems
 from xss_payloads import PAYLOADS
 
@@ -25,7 +26,7 @@ from streamwidgets.core._events import (
 )
 from streamwidgets.core._state import StreamState
 from streamwidgets.core._tools import ToolResult
-from streamwidgets.widgets import StreamView
+from streamwidgets.widgets import ChatPanel, StreamView
 from streamwidgets.widgets._fallback import WIDGET_MIMETYPE, final_bundle, keeps_widget
 
 
@@ -115,3 +116,45 @@ def test_a_notebook_runner_saves_the_answer_without_the_widget_view(monkeypatch:
     monkeypatch.delenv("VOILA_PREHEAT")
     monkeypatch.setenv("SERVER_SOFTWARE", "voila/0.5.8")
     assert keeps_widget(Shell(allow_stdin=False))
+
+
+def as_a_lax_renderer_reads_it(markdown: str) -> str:
+    """The markdown form rendered as nbconvert's filter or markdown-it with `html=True` would:
+    raw HTML passed through."""
+    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).render(markdown)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_tool_call_cannot_open_a_fence_that_lets_the_answers_html_out_of_the_saved_markdown(payload: str):
+    """The tool loop's lines come before the answer in the markdown form. A call whose arguments
+    hold a fence would open it there, the answer's own fence would close it, and what the answer
+    kept as code (raw HTML, inside its fence) would be read as HTML: those lines are plain text."""
+    fenced = f"```\n{payload}\n```\n"
+    view = finished(
+        ToolCallDelta(0, "c1", "look", '{"q": 1}\n```\n'),
+        ToolCallDelta(1, "c2", "look", '{"q": "~~~"}\n~~~\n'),
+        TextDelta(fenced + f"~~~\n{payload}\n~~~\n{payload}"),
+        Finish("tool_calls"),
+        Terminator(),
+    )
+    markdown = final_bundle(view, "m", widget=False)["text/markdown"]
+    assert markdown.count("look") == 2 and "about" in markdown
+    assert markup_problems(as_a_lax_renderer_reads_it(markdown)) == []
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_chat_panels_saved_markdown_holds_no_raw_html_from_the_model(payload: str):
+    """The chat panel's saved transcript: every turn made inert as one document, so that a fence
+    one answer leaves open cannot turn the next turn's code into HTML."""
+    panel = ChatPanel(provider="demo", model="demo")
+    panel.messages.extend(
+        [
+            {"role": "user", "content": "Show me"},
+            {"role": "assistant", "content": f"{payload}\n\n```"},
+            {"role": "user", "content": f"<b>again</b> {payload}"},
+            {"role": "assistant", "content": f"```\n{payload}\n```\n{payload}"},
+        ]
+    )
+    markdown = panel._bundle()["text/markdown"]
+    assert markdown.startswith("**You:** Show me") and markdown.count("---") >= 3
+    assert markup_problems(as_a_lax_renderer_reads_it(markdown)) == []

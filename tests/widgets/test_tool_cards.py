@@ -155,7 +155,7 @@ def test_the_saved_output_keeps_the_timeline():
     assert html.index("add()") < html.index("The sum is 5.")
     assert markup_problems(html) == []
     assert bundle["text/plain"].startswith('[tool] add({"a": 2, "b": 3}) → done in 2 ms: 5')
-    assert "add(" in bundle["text/markdown"] and "The sum is 5." in bundle["text/markdown"]
+    assert "\\[tool\\] add\\(" in bundle["text/markdown"] and "The sum is 5." in bundle["text/markdown"]
 
 
 def test_the_questions_are_drawn_by_the_pane_and_counted():

@@ -26,19 +26,24 @@ __all__ = [
 KEYS = 10_000
 
 
+#: The largest token count believed: a million times a long context. A larger one (`1e308`), or a
+#: negative one, is no count, and is read as unreported.
+MOST_TOKENS = 10**12
+
+
 def count(value: Any) -> Optional[int]:
-    """A token count as sent: an int (a float that is whole counts too); anything else is unreported."""
-    if isinstance(value, bool):
+    """A token count as sent: an int from 0 to `MOST_TOKENS` (a float that is whole counts too);
+    anything else is unreported."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MOST_TOKENS:
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value
 
 
 def number(value: Any) -> Optional[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A cost as sent: a number from 0 on (the JSON reader gives no NaN or infinity); else unreported."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         return None
     return value
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Optional
 from urllib.parse import quote
 
-from .._errors import error_from_object
+from .._errors import CODE_CHARS, error_from_object
 from .._events import (
     CitationsFound,
     Event,
@@ -28,6 +28,7 @@ from .._events import (
     Usage,
     UsageReport,
 )
+from .._formatting import one_line
 from .._json import dumps, loads
 from .._providers import Auth
 from .._sse import ServerSentEvent
@@ -253,6 +254,7 @@ class GeminiDialect:
                 out.append(Problem("a chunk's candidate was not an object and was skipped"))
         blocked = sub(obj, "promptFeedback").get("blockReason")
         if isinstance(blocked, str) and blocked:
+            blocked = one_line(blocked, CODE_CHARS)  # a word such as SAFETY, cut as any provider's code is
             out.append(error_from_object({"message": f"the prompt was blocked ({blocked})", "code": blocked}))
             out.append(Finish(blocked))
             self._finished = True

@@ -8,7 +8,7 @@ bounded and guarded here (`ServerLimits`, `_guard`), whatever router it serves.
 from __future__ import annotations
 
 from ._direct import DirectResponse, DirectServer, Dropped
-from ._guard import LOOPBACK_NAMES, refusal, too_large
+from ._guard import LOOPBACK_NAMES, allowed_origins, refusal, too_large
 from ._http import ServerLimits
 from ._records import ConnectionRecord, Registry
 from ._replies import (
@@ -49,6 +49,7 @@ __all__ = [
     "Step",
     "Steps",
     "LOOPBACK_NAMES",
+    "allowed_origins",
     "refusal",
     "too_large",
 ]

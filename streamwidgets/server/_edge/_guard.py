@@ -25,21 +25,73 @@ A page may be let in by name (`allow_origins`, e.g. a JupyterLite course served 
 whose kernel has no sockets and asks through the browser's `fetch`): requests from exactly those
 origins pass the Origin rule, and their answers carry the CORS headers that let that page read
 them (`cors_headers`), a preflight included. No origin is allowed unless it is named; there is no
-wildcard.
+wildcard. A name is written as a browser writes the `Origin` header (`allowed_origins`: lower case, no
+default port, no slash), so that it matches; `null` (the origin of every sandboxed frame and `data:`
+document, which any page can make) and `*` are refused.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Collection, Mapping, Sequence
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Optional
+from urllib.parse import urlsplit
 
 from ._replies import Rejection
 
-__all__ = ["cors_headers", "refusal", "too_large", "LOOPBACK_NAMES"]
+__all__ = ["allowed_origins", "cors_headers", "refusal", "too_large", "LOOPBACK_NAMES"]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _QUOTED = 80  # characters of a foreign header value quoted back in a message
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: A host as a browser writes it in an `Origin`: a name in ASCII (punycode), an IPv4 or IPv6 address.
+_HOST = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")
+
+
+def allowed_origins(origins: Iterable[str]) -> tuple[str, ...]:
+    """The pages let in by name, each written as a browser writes its `Origin` header (scheme and
+    host in lower case, no default port, no trailing slash: `HTTP://Site:80/` is
+    `http://site`), or a `ValueError` that says which one cannot be allowed and why."""
+    if isinstance(origins, (str, bytes)):
+        raise ValueError(f"allow_origins is a list of origins, not one string: write [{_quote(str(origins))}]")
+    return tuple(dict.fromkeys(_origin(origin) for origin in origins))
+
+
+def _origin(text: str) -> str:
+    named = text.strip() if isinstance(text, str) else ""
+    if named.lower() == "null":
+        raise ValueError(
+            "the origin null cannot be allowed: every sandboxed frame and data: document has it, so any web "
+            "page could read the answers; serve the page from an http(s) address and allow that"
+        )
+    if named == "*":
+        raise ValueError(
+            "there is no wildcard origin: name each page that may read the answers, e.g. http://127.0.0.1:8000"
+        )
+    try:
+        parts = urlsplit(named.rstrip("/"))
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme.lower() not in _DEFAULT_PORTS
+        or not parts.hostname
+        or not _HOST.fullmatch(parts.hostname)
+        or parts.username is not None
+        or parts.password is not None
+        or any((parts.path, parts.query, parts.fragment))
+        or "?" in named
+        or "#" in named
+    ):
+        raise ValueError(
+            f"{_quote(str(text))} is not an origin a page has: write it as http(s)://HOST[:PORT], "
+            "e.g. http://127.0.0.1:8000"
+        )
+    scheme, host = parts.scheme.lower(), parts.hostname  # hostname is lower case, without brackets
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + (f":{port}" if port is not None and port != _DEFAULT_PORTS[scheme] else "")
 
 
 def refusal(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection
 from types import TracebackType
 from typing import Any, Optional, TypeVar
 
+from ._guard import allowed_origins
 from ._http import ConnectionHandler, ServerLimits
 from ._records import ConnectionRecord, Registry
 from ._replies import Router
@@ -34,7 +35,9 @@ class LoopbackServer:
     `port=0` picks a free port; `url` and `port` are known once `start()` returned. `limits`
     bounds each connection (timeouts, body size, how many at once); the defaults suit every
     notebook and SDK, tests pass smaller ones. `allow_origins` names the web pages (origins such
-    as `http://127.0.0.1:8000`) that may read its answers through CORS; by default none may.
+    as `http://127.0.0.1:8000`) that may read its answers through CORS; by default none may. They
+    are kept as a browser writes them (`_guard.allowed_origins`); `null`, `*` and what is no origin raise a
+    `ValueError`.
     """
 
     def __init__(
@@ -52,7 +55,9 @@ class LoopbackServer:
         self.limits = limits = limits or ServerLimits()
         self._name = name
         self._registry = Registry()
-        self._handler = ConnectionHandler(router(self._registry.snapshot), self._registry, limits, allow_origins)
+        #: The pages that may read the answers, as a browser writes their `Origin`.
+        self.allow_origins = allowed = allowed_origins(allow_origins)
+        self._handler = ConnectionHandler(router(self._registry.snapshot), self._registry, limits, allowed)
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
