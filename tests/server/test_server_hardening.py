@@ -579,6 +579,7 @@ def test_null_a_wildcard_and_what_is_no_origin_are_refused_before_a_port_opens(n
     assert says in str(refused.value) and "\n" not in str(refused.value)
     with pytest.raises(ValueError, match="a list of origins, not one string"):
         DemoServer(allow_origins="http://127.0.0.1:8000")
+    assert DemoServer(allow_origins=None).allow_origins == ()  # None lets no page in, as () does
 
 
 @pytest.mark.parametrize("origin", ["http://127.0.0.1:{port}", "http://localhost:{port}", None])

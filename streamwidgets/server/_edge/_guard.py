@@ -49,10 +49,12 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")
 
 
-def allowed_origins(origins: Iterable[str]) -> tuple[str, ...]:
+def allowed_origins(origins: Optional[Iterable[str]]) -> tuple[str, ...]:
     """The pages let in by name, each written as a browser writes its `Origin` header (scheme and
     host in lower case, no default port, no trailing slash: `HTTP://Site:80/` is
-    `http://site`), or a `ValueError` that says which one cannot be allowed and why."""
+    `http://site`), or a `ValueError` that says which one cannot be allowed and why. None: none."""
+    if origins is None:
+        return ()
     if isinstance(origins, (str, bytes)):
         raise ValueError(f"allow_origins is a list of origins, not one string: write [{_quote(str(origins))}]")
     return tuple(dict.fromkeys(_origin(origin) for origin in origins))

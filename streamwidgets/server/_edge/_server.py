@@ -48,7 +48,7 @@ class LoopbackServer:
         *,
         limits: Optional[ServerLimits] = None,
         name: str = "streamwidgets-server",
-        allow_origins: Collection[str] = (),
+        allow_origins: Optional[Collection[str]] = (),
     ) -> None:
         self.host = host
         self.port = port
