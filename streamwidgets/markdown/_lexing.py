@@ -34,15 +34,18 @@ from pygments.lexer import Lexer, RegexLexer
 from pygments.token import Error, Whitespace, _TokenType
 
 
-def _sre(name: str) -> Any:
-    """Python's regex parser and compiler (internal modules, checked in tests/markdown)."""
+def _sre(name: str, before_311: str) -> Any:
+    """Python's regex parser and compiler (internal modules, checked in tests/markdown): `re._parser`
+    since Python 3.11, `sre_parse` before."""
     try:
         return importlib.import_module(f"re._{name}")  # Python 3.11+
     except ImportError:  # pragma: no cover - Python 3.10
-        return importlib.import_module(f"sre_{name}")
+        return importlib.import_module(before_311)
 
 
-sre_parse, sre_compile, sre = _sre("parser"), _sre("compiler"), _sre("constants")
+sre_parse = _sre("parser", "sre_parse")
+sre_compile = _sre("compiler", "sre_compile")
+sre = _sre("constants", "sre_constants")
 
 __all__ = ["Resumable", "Hazard", "LexToken"]
 
