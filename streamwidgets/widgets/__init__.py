@@ -14,8 +14,8 @@ from ._defaults import set_defaults
 from ._fallback import WIDGET_MIMETYPE, final_bundle, keeps_widget, placeholder_bundle
 from ._handle import StreamHandle, cancel_all, frame_pause
 from ._scheduler import FrameScheduler, scheduler_for
+from ._sheet import stylesheet_widget
 from ._sync import Parts, set_traits
-from ._theme import stylesheet_widget
 from ._view import StreamView, view_for
 
 __all__ = [

@@ -19,8 +19,8 @@ from ..net import Chat, Live
 from ._fallback import WIDGET_MIMETYPE
 from ._handle import StreamHandle
 from ._scheduler import scheduler_for
+from ._sheet import stylesheet_widget
 from ._sync import Parts, set_traits
-from ._theme import stylesheet_widget
 from ._view import view_for
 
 __all__ = ["ChatPanel"]

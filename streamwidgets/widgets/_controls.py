@@ -20,7 +20,7 @@ from ._traffic import Cost
 
 __all__ = ["Controls", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-view .sw-cancel, .sw-view .sw-continue { flex: 0 0 auto; width: auto; padding: 0 12px; }
 /* A button's icon is a glyph drawn by CSS, and it would go into the button's accessible name

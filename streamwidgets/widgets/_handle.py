@@ -14,7 +14,6 @@ import logging
 import math
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import Any, Optional
@@ -23,6 +22,7 @@ from ..core import ErrorEvent, StreamState, scrub
 from ..net import PAUSE, UNWATCHED_PAUSE, Live, Notify, RunOptions, Source, Stream, StreamRequest
 from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
+from ._running import cancel_all, running, track, untrack
 from ._scheduler import FrameScheduler
 from ._view import StreamView
 
@@ -33,10 +33,6 @@ logger = logging.getLogger("streamwidgets")
 #: Seconds before the view's next frame that its stream's next read ends its pause: a read and
 #: its events take about a millisecond, and the frame must find them there.
 READ_AHEAD = 0.005
-
-#: Running handles per event loop: the strong references that keep background tasks alive, and
-#: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
-_RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
 
 
 def frame_pause(scheduler: FrameScheduler, view: StreamView) -> Callable[[], float]:
@@ -218,7 +214,7 @@ class StreamHandle:
             self._scheduler.add(self._view)
         name = f"streamwidgets {self.state.model or ''}".strip()
         self._task = loop.create_task(self._run(), name=name)
-        _RUNNING.setdefault(loop, set()).add(self)
+        track(loop, self)
 
     def _notify(self) -> None:
         if self._view is not None:
@@ -264,9 +260,7 @@ class StreamHandle:
     def _finish(self) -> None:
         loop = self._loop
         if loop is not None:
-            running = _RUNNING.get(loop)
-            if running is not None:
-                running.discard(self)
+            untrack(loop, self)
         for callback in self._done_callbacks:
             try:
                 callback(self)
@@ -301,13 +295,3 @@ def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def running() -> list[StreamHandle]:
-    """The streams still running, on every event loop."""
-    return [handle for handles in list(_RUNNING.values()) for handle in list(handles)]
-
-
-def cancel_all() -> int:
-    """Cancel every running stream (the kernel's interrupt button does not); return how many."""
-    return sum(handle.cancel() for handle in running())

@@ -22,7 +22,7 @@ from ._traffic import NOTHING, Cost
 
 __all__ = ["ReasoningPane", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-reasoning-box { margin: 2px 0 4px 0; }
 .sw-reasoning-box .jupyter-widget-Collapse-header,
