@@ -16,17 +16,21 @@ import time
 import warnings
 from collections.abc import Callable, Generator
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ..core import ErrorEvent, StreamState, scrub
 from ..net import PAUSE, UNWATCHED_PAUSE, Live, Notify, RunOptions, Source, Stream, StreamRequest
 from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
+from ._marimo import MarimoView
 from ._running import cancel_all, running, track, untrack
 from ._scheduler import FrameScheduler
 from ._view import StreamView
 
-__all__ = ["StreamHandle", "cancel_all", "running", "frame_pause"]
+__all__ = ["StreamHandle", "cancel_all", "running", "frame_pause", "View"]
+
+#: A view a handle streams into: the Jupyter view or the marimo one (same panes, same scheduler).
+View = Union[StreamView, MarimoView]
 
 logger = logging.getLogger("streamwidgets")
 
@@ -35,7 +39,7 @@ logger = logging.getLogger("streamwidgets")
 READ_AHEAD = 0.005
 
 
-def frame_pause(scheduler: FrameScheduler, view: StreamView) -> Callable[[], float]:
+def frame_pause(scheduler: FrameScheduler, view: View) -> Callable[[], float]:
     """The read pause of a view's stream (`RunOptions.pause`), made once with its run: how long a
     network read waits while the answer flows — until just before the view's next frame could
     show it, at least `PAUSE`; a frame further away than `UNWATCHED_PAUSE` is reached in equal
@@ -66,7 +70,7 @@ class StreamHandle:
         source: Source,
         run: Optional[RunOptions] = None,
         *,
-        view: Optional[StreamView] = None,
+        view: Optional[View] = None,
         scheduler: Optional[FrameScheduler] = None,
         notify: Optional[Notify] = None,
         confirm: bool = False,
@@ -110,7 +114,7 @@ class StreamHandle:
         return self.stream.state
 
     @property
-    def view(self) -> Optional[StreamView]:
+    def view(self) -> Optional[View]:
         return self._view
 
     @property
@@ -272,6 +276,15 @@ class StreamHandle:
     def __repr__(self) -> str:
         state = self.state
         return f"<StreamHandle {state.phase} model={state.model!r} {state.text_length} chars>"
+
+    @property
+    def widget(self) -> Any:
+        """The view's widget (None without a view): `mo.ui.anywidget(handle.widget)` in marimo."""
+        return self._view.widget if self._view is not None else None
+
+    def _display_(self) -> Any:
+        """What marimo shows for the handle as a cell's last expression: its live view."""
+        return self._view.widget if self._view is not None else repr(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
