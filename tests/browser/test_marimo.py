@@ -167,6 +167,7 @@ def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tool
             "stalling": '    sw.show("Tell me about asyncio", model="demo-stall", base_url=BASE)',
             "cut": '    sw.show("What is a closure?", model="demo-length", base_url=BASE, max_tokens=40)',
             "tooling": tools_cell(),
+            "wrapped": '    mo.ui.anywidget(sw.show("What is a closure?", model="demo-fast", base_url=BASE).widget)',
         },
     )
     url = serve("run", path)
@@ -217,6 +218,10 @@ def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tool
         tools.locator(".sw-tool-run").first.click()
         wait_until(lambda: "Sunny in Oslo" in (tools.locator(".sw-tools").text_content() or ""), 20, "the result")
         wait_until(lambda: "done" in (tools.locator(".sw-status").text_content() or ""), 30, "the tool answer")
+        # Wrapped in `mo.ui.anywidget`, the view streams as well.
+        fast = view(page, "demo-fast")
+        wait_until(lambda: "done" in (fast.locator(".sw-status").text_content() or ""), 30, "the wrapped view")
+        assert answer_length(page, "demo-fast") > 50
         page.screenshot(path=str(ARTIFACTS / "marimo-run.png"), full_page=True)
     finally:
         page.close()
