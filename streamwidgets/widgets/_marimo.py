@@ -72,6 +72,10 @@ MARIMO_CSS = """
 .sw-view button.jupyter-button:disabled { cursor: default; opacity: 0.5; }
 .sw-view details.sw-reasoning-box > summary { cursor: pointer; font-size: var(--sw-ui-size); opacity: 0.8; }
 .sw-tool-ask { display: flex; gap: 6px; align-items: center; }
+/* JupyterLab's rendered-markdown spacing, which marimo's page does not carry. */
+.sw-md p, .sw-md ul, .sw-md ol, .sw-md pre, .sw-md table, .sw-md blockquote { margin: 0 0 0.7em; }
+.sw-md ul { list-style: disc; padding-left: 1.6em; }
+.sw-md ol { list-style: decimal; padding-left: 1.6em; }
 """
 
 

@@ -12,6 +12,7 @@ tests fail.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -167,7 +168,11 @@ def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tool
             "stalling": '    sw.show("Tell me about asyncio", model="demo-stall", base_url=BASE)',
             "cut": '    sw.show("What is a closure?", model="demo-length", base_url=BASE, max_tokens=40)',
             "tooling": tools_cell(),
-            "wrapped": '    mo.ui.anywidget(sw.show("What is a closure?", model="demo-fast", base_url=BASE).widget)',
+            "wrapped": (
+                '    q = "What is a closure?"\n'
+                '    mo.hstack([mo.ui.anywidget(sw.show(q, model="demo-fast", base_url=BASE).widget),'
+                ' sw.show(q, model="demo-markdown", base_url=BASE)])'
+            ),
         },
     )
     url = serve("run", path)
@@ -218,10 +223,11 @@ def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tool
         tools.locator(".sw-tool-run").first.click()
         wait_until(lambda: "Sunny in Oslo" in (tools.locator(".sw-tools").text_content() or ""), 20, "the result")
         wait_until(lambda: "done" in (tools.locator(".sw-status").text_content() or ""), 30, "the tool answer")
-        # Wrapped in `mo.ui.anywidget`, the view streams as well.
-        fast = view(page, "demo-fast")
-        wait_until(lambda: "done" in (fast.locator(".sw-status").text_content() or ""), 30, "the wrapped view")
-        assert answer_length(page, "demo-fast") > 50
+        # Wrapped in `mo.ui.anywidget`, and a handle in `mo.hstack`, the view streams as well.
+        for model in ("demo-fast", "demo-markdown"):
+            box = view(page, model)
+            wait_until(lambda box=box: "done" in (box.locator(".sw-status").text_content() or ""), 30, model)
+            assert answer_length(page, model) > 50
         page.screenshot(path=str(ARTIFACTS / "marimo-run.png"), full_page=True)
     finally:
         page.close()
@@ -258,5 +264,35 @@ def test_marimo_edit_rerunning_a_cell_cancels_its_stream_and_only_the_new_one_wr
         assert page.locator(".sw-view").count() == 1
         status = view(page, "demo-stall").locator(".sw-status").text_content() or ""
         assert "cancelled" not in status, status
+    finally:
+        page.close()
+
+
+def test_the_marimo_quickstart_runs_as_an_app(browser: Any, workdir: Path, serve: Callable[[str, Path], str]) -> None:
+    """notebooks/01_quickstart_marimo.py under `marimo run`: both answers stream from the embedded
+    provider the notebook starts itself, and its last cell says they completed."""
+    path = workdir / "01_quickstart_marimo.py"
+    shutil.copyfile(REPO / "notebooks" / path.name, path)
+    url = serve("run", path)
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1100, "height": 1400})
+    try:
+        page.goto(url)
+        wait_until(lambda: page.get_by_text("both answers complete").count() == 1, 90, "the check cell")
+        assert page.locator(".sw-view").count() == 2
+        assert (
+            page.get_by_text("✓ answer: complete").count() == 1 and page.get_by_text("✓ second: complete").count() == 1
+        )
+        for status in page.locator(".sw-view .sw-status").all_text_contents():
+            assert status.startswith("done"), status
+        # Dark mode follows the page (marimo marks its body `dark`): the view's colours change.
+        done = page.locator(".sw-view .sw-status-complete").first
+        light = done.evaluate("e => getComputedStyle(e).color")
+        page.evaluate("() => document.body.classList.add('dark', 'dark-theme')")
+        wait_until(lambda: page.locator(".sw-dark .sw-view").count() == 2, 5, "the dark theme")
+        assert done.evaluate("e => getComputedStyle(e).color") != light
+        page.evaluate("() => document.body.classList.remove('dark', 'dark-theme')")
+        page.screenshot(path=str(ARTIFACTS / "marimo-quickstart.png"))
+        page.locator(".sw-view").first.screenshot(path=str(ARTIFACTS / "marimo-quickstart-view.png"))
     finally:
         page.close()
