@@ -1,7 +1,7 @@
 // The marimo view of streamwidgets (widgets/_marimo.py): it places HTML that Python rendered and
 // sanitized, and sends clicks back. It never parses markdown.
 //
-// State: the `snapshot` trait (everything at sequence number `seq`); frames: custom messages
+// State: the `snapshot` trait (everything at sequence number `seq`, gzipped JSON); frames: custom messages
 // {seq, order?, panes?, md?, said?}. A frame applies only on top of the one before it; a gap
 // (a page that attached late or reconnected) asks Python for the snapshot and waits for it.
 
@@ -77,17 +77,31 @@ function render({ model, el }) {
     if (typeof frame.said === "string") said.firstChild.textContent = frame.said;
   };
 
-  const fromSnapshot = () => {
-    const snapshot = model.get("snapshot") || {};
-    if (typeof snapshot.seq !== "number" || snapshot.seq < seq) return;
-    for (const box of slots.values()) box.replaceChildren();
-    for (const md of view.querySelectorAll("[data-sw-md]")) md.replaceChildren();
-    apply(snapshot);
-    seq = snapshot.seq;
-    asked = false;
+  // The snapshot is gzipped JSON: unpacked by the browser, while frames that arrive meanwhile wait.
+  let waiting = null;
+  const unpack = async (value) => {
+    const bytes = value instanceof DataView ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : value;
+    if (!bytes || !bytes.byteLength) return null;
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  };
+
+  const fromSnapshot = async () => {
+    const held = (waiting = waiting || []);
+    const snapshot = await unpack(model.get("snapshot"));
+    waiting = null;
+    if (snapshot && typeof snapshot.seq === "number" && snapshot.seq >= seq) {
+      for (const box of slots.values()) box.replaceChildren();
+      for (const md of view.querySelectorAll("[data-sw-md]")) md.replaceChildren();
+      apply(snapshot);
+      seq = snapshot.seq;
+      asked = false;
+    }
+    for (const frame of held) onFrame(frame);
   };
 
   const onFrame = (frame) => {
+    if (waiting) return void waiting.push(frame);
     if (!frame || typeof frame.seq !== "number" || frame.seq <= seq) return;
     if (frame.seq !== seq + 1) {
       if (!asked) {

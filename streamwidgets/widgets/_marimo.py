@@ -12,9 +12,10 @@ parses markdown.
 What the page receives, per frame, is one custom message with a sequence number: the panes whose
 HTML changed, and the markdown patches (`[start, segments]`: segments from `start` on are
 replaced) — so a sealed block crosses once and only the live tail is sent again. The `snapshot`
-trait holds everything at once; it is set when the view is made, when a page asks for it (it saw
-a gap in the sequence: it attached late or reconnected) and with the final frame, so that a page
-opened later and a saved marimo notebook show the answer.
+trait holds everything at once, gzipped (the whole answer again: packed, it costs the page a sixth
+of that); it is set when the view is made, when a page asks for it (it saw a gap in the sequence:
+it attached late or reconnected) and with the final frame, so that a page opened later and a saved
+marimo notebook show the answer.
 
 Every marimo message carries about 180 bytes of envelope (`ENVELOPE_BYTES`), against Jupyter's
 ~650: the cost each frame reports to the scheduler is counted with it.
@@ -23,6 +24,7 @@ Every marimo message carries about 180 bytes of envelope (`ENVELOPE_BYTES`), aga
 from __future__ import annotations
 
 import asyncio
+import gzip
 import itertools
 import json
 import time
@@ -51,7 +53,7 @@ from ._toolcalls import call_summary, shown_calls, tool_calls_html, visible
 from ._traffic import NOTHING, Cost
 from ._usage import usage_html
 
-__all__ = ["MarimoView", "marimo_view_for", "ESM", "ENVELOPE_BYTES", "widget_class"]
+__all__ = ["MarimoView", "marimo_view_for", "ESM", "ENVELOPE_BYTES", "widget_class", "packed", "unpacked"]
 
 #: The front end: one ES module shipped in the package.
 ESM = Path(__file__).with_name("_marimo.js")
@@ -86,12 +88,13 @@ def widget_class() -> type:
     import traitlets
 
     class StreamWidget(anywidget.AnyWidget):
-        """The widget a marimo cell shows: the sheet, the view's classes and its snapshot."""
+        """The widget a marimo cell shows: the sheet, the view's classes and its snapshot (gzipped
+        JSON: the whole answer again, which the page needs only when it attaches or at the end)."""
 
         _esm = ESM.read_text(encoding="utf-8")
         css = traitlets.Unicode("").tag(sync=True)
         classes = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        snapshot = traitlets.Dict().tag(sync=True)
+        snapshot = traitlets.Bytes(b"").tag(sync=True)
 
     return StreamWidget
 
@@ -184,6 +187,7 @@ class MarimoView:
         self._on_cancel: Optional[Callable[[], object]] = None
         self._on_continue: Optional[Callable[[], object]] = None
         self._seq = 0
+        self._saved = -1  # the sequence number of the last snapshot left in the widget's state
         self._fresh = 0
         self._shown_version = -1
         self._shown_phase: Optional[str] = None
@@ -194,7 +198,7 @@ class MarimoView:
             self._draw(rate, self._state, now, False)
         self._take_frame()  # the first look rides in the widget's first state, not in a message
         self._seq = 0
-        self.widget = widget_class()(css=css, classes=classes, snapshot=self.snapshot())
+        self.widget = widget_class()(css=css, classes=classes, snapshot=packed(self.snapshot()))
         self.widget.on_msg(self._received)
 
     # ------------------------------------------------------------------ the handle's side
@@ -275,7 +279,7 @@ class MarimoView:
         state = self._state
         final = final or state.done
         self._draw(SLOW, state, now, final)
-        return self._send(final)
+        return self._send(final, end=True)
 
     def refresh(self, now: Optional[float] = None, *, final: bool = False) -> int:
         """Draw everything that changed now (no scheduler asked); return the messages sent."""
@@ -334,18 +338,21 @@ class MarimoView:
         self._fresh = fresh
         return message
 
-    def _send(self, final: bool) -> Cost:
+    def _send(self, final: bool, end: bool = False) -> Cost:
+        """Send this frame's message; at the `end` (the last draw of a final frame) also leave the
+        whole view in the widget's state, once per part."""
         message = self._take_frame()
         cost = NOTHING
         if message is not None:
             text = json.dumps(message, separators=(",", ":"))
             self.widget.send(message)
             cost = Cost(1, len(text) + ENVELOPE_BYTES, self._fresh)
-        if final and (message is not None or self.widget.snapshot.get("seq") != self._seq):
+        if final and end and self._saved != self._seq:
             # The end stays in the widget's state: a page opened later, or the saved notebook, shows it.
-            snapshot = self.snapshot()
+            self._saved = self._seq
+            snapshot = packed(self.snapshot())
             self.widget.snapshot = snapshot
-            cost += Cost(1, len(json.dumps(snapshot, separators=(",", ":"))) + ENVELOPE_BYTES, 0)
+            cost += Cost(1, len(snapshot) * 4 // 3 + ENVELOPE_BYTES, 0)  # buffers travel in base64
         self.sent += cost
         return cost
 
@@ -358,7 +365,7 @@ class MarimoView:
             return
         event = content.get("event")
         if event == "resync":
-            self.widget.snapshot = self.snapshot()
+            self.widget.snapshot = packed(self.snapshot())
         elif event == "cancel" and self._on_cancel is not None and not self._state.done:
             self._on_cancel()
         elif event == "continue" and self._on_continue is not None and self.offers(self._state):
@@ -475,6 +482,17 @@ class MarimoView:
 
     def __repr__(self) -> str:
         return f"<MarimoView {self._state.phase} {self._state.text_length} chars, part {len(self._state.parts)}>"
+
+
+def packed(snapshot: dict[str, Any]) -> bytes:
+    """A snapshot as the widget holds it: gzipped JSON (the page unpacks it with the browser's own
+    `DecompressionStream`): rendered HTML shrinks about sixfold."""
+    return gzip.compress(json.dumps(snapshot, separators=(",", ":")).encode(), mtime=0)
+
+
+def unpacked(data: bytes) -> dict[str, Any]:
+    """A snapshot from the widget's state (`packed`'s inverse)."""
+    return dict(json.loads(gzip.decompress(data)))
 
 
 def _choose(answer: Any, run: bool) -> None:

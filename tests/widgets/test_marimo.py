@@ -29,7 +29,7 @@ from streamwidgets.core._events import ReasoningDelta, Terminator, TextDelta
 from streamwidgets.core._state import StreamState
 from streamwidgets.markdown import render_markdown
 from streamwidgets.widgets import MarimoView, StreamHandle, cancel_all, scheduler_for
-from streamwidgets.widgets._marimo import _FORMS, ENVELOPE_BYTES, ESM, NOT_IN_MARIMO
+from streamwidgets.widgets._marimo import _FORMS, ENVELOPE_BYTES, ESM, NOT_IN_MARIMO, unpacked
 from streamwidgets.widgets._panes import PANES
 from streamwidgets.widgets._running import running
 
@@ -45,12 +45,14 @@ class Recorded:
     """What the widgets sent: (method, data) in order."""
 
     sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: Every snapshot the widget's state carried (a binary buffer of its open or update message).
+    buffers: list[bytes] = field(default_factory=list)
 
     def frames(self) -> list[dict[str, Any]]:
         return [data["content"] for method, data in self.sent if method == "custom"]
 
     def snapshots(self) -> list[dict[str, Any]]:
-        return [data["state"]["snapshot"] for method, data in self.sent if "snapshot" in data.get("state", {})]
+        return [unpacked(buffer) for buffer in self.buffers]
 
 
 @pytest.fixture
@@ -60,6 +62,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     class RecordingComm(BaseComm):
         def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **_: Any):
             if msg_type in ("comm_open", "comm_msg") and isinstance(data, dict):
+                paths = data.get("buffer_paths", [])
+                if ["snapshot"] in paths:
+                    record.buffers.append(bytes(buffers[paths.index(["snapshot"])]))
                 method = data.get("method", "open" if msg_type == "comm_open" else "")
                 record.sent.append((method, json.loads(json.dumps(data, default=str))))
 
@@ -130,7 +135,7 @@ def stream(view: MarimoView, text: str, step: int = 37, reasoning: str = "") -> 
 def test_frames_follow_each_other_and_build_the_answer_with_each_sealed_block_sent_once(recorded: Recorded):
     view = MarimoView(model="m", sparkline=False)
     page = Page()
-    page.snapshot(view.widget.snapshot)
+    page.snapshot(unpacked(view.widget.snapshot))
     stream(view, LESSON, reasoning="Let me think about **parts**. " * 5)
     frames = recorded.frames()
     assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
@@ -174,8 +179,10 @@ def test_a_page_that_attaches_late_catches_up_from_the_snapshot(recorded: Record
 def test_the_final_frame_leaves_the_whole_answer_in_the_widgets_state(recorded: Recorded):
     view = MarimoView(model="m", sparkline=False)
     state = stream(view, LESSON[:3000])
-    snapshot = view.widget.snapshot
+    snapshot = unpacked(view.widget.snapshot)
     assert snapshot["seq"] == recorded.frames()[-1]["seq"]
+    assert len(recorded.buffers) == 2  # the first look and the end: the whole answer crosses again once, packed
+    assert len(recorded.buffers[-1]) < len(json.dumps(snapshot)) / 3
     assert "".join(snapshot["md"]["answer"][1]) == render_markdown(state.text)
     assert "sw-ended" in snapshot["panes"]["answer"] and "done" in snapshot["panes"]["header"]
     assert "sw-hidden" in snapshot["panes"]["controls"]  # nothing left to cancel
@@ -205,7 +212,7 @@ def test_buttons_reach_the_handle_and_hostile_text_stays_text(recorded: Recorded
         return handle, view
 
     _, view = asyncio.run(main())
-    snapshot = view.widget.snapshot
+    snapshot = unpacked(view.widget.snapshot)
     for html in [*snapshot["panes"].values(), *snapshot["md"]["answer"][1]]:
         assert markup_problems(html) == [], html
     assert "cancelled" in snapshot["panes"]["header"]
