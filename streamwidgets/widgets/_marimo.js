@@ -4,6 +4,7 @@
 // State: the `snapshot` trait (everything at sequence number `seq`, gzipped JSON); frames: custom messages
 // {seq, order?, panes?, md?, said?}. A frame applies only on top of the one before it; a gap
 // (a page that attached late or reconnected) asks Python for the snapshot and waits for it.
+// SHEET, the view's stylesheet, is appended to this module by widgets/_marimo.py.
 
 const DARK = () =>
   document.documentElement.classList.contains("dark") ||
@@ -17,7 +18,7 @@ function render({ model, el }) {
   const view = document.createElement("div");
   const row = document.createElement("div");
   const said = document.createElement("div");
-  style.textContent = model.get("css");
+  style.textContent = SHEET + "\n" + model.get("css");
   view.className = model.get("classes").join(" ");
   row.className = "sw-header-row";
   said.className = "sw-announce";

@@ -88,10 +88,12 @@ def widget_class() -> type:
     import traitlets
 
     class StreamWidget(anywidget.AnyWidget):
-        """The widget a marimo cell shows: the sheet, the view's classes and its snapshot (gzipped
+        """The widget a marimo cell shows: its own rule (a `scale=`), its classes and its snapshot (gzipped
         JSON: the whole answer again, which the page needs only when it attaches or at the end)."""
 
-        _esm = ESM.read_text(encoding="utf-8")
+        # The stylesheet rides with the code, which marimo serves over HTTP once per page (its
+        # `_esm` never crosses the websocket), not in each view's state.
+        _esm = ESM.read_text(encoding="utf-8") + f"\nconst SHEET = {json.dumps(stylesheet() + MARIMO_CSS)};\n"
         css = traitlets.Unicode("").tag(sync=True)
         classes = traitlets.List(traitlets.Unicode()).tag(sync=True)
         snapshot = traitlets.Bytes(b"").tag(sync=True)
@@ -162,9 +164,7 @@ class MarimoView:
     ) -> None:
         scale = view_defaults().scale if scale is None else scale
         classes = ["sw-view", scale_class(scale)] if scale != 1 else ["sw-view"]
-        css = stylesheet() + "\n" + MARIMO_CSS
-        if scale != 1:
-            css += f"\n.{classes[1]} {{ --sw-scale: {round(scale * 100) / 100:g}; }}"
+        css = f".{classes[1]} {{ --sw-scale: {round(scale * 100) / 100:g}; }}" if scale != 1 else ""
         self.pace = Pace(max_fps, slow_fps, overhead_bytes_per_second)
         self.labels = Labels(model, provider, api, max_tokens, citation_markers, note, badge)
         self.redact: Redact = redact
