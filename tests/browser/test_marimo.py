@@ -264,6 +264,19 @@ def test_marimo_edit_rerunning_a_cell_cancels_its_stream_and_only_the_new_one_wr
         assert page.locator(".sw-view").count() == 1
         status = view(page, "demo-stall").locator(".sw-status").text_content() or ""
         assert "cancelled" not in status, status
+        # Cancel it, then open the page again: the editor reconnects to the same session, and the
+        # view comes back from the state the final frame left (the snapshot), as it was.
+        view(page, "demo-stall").locator(".sw-cancel").click()
+        wait_until(
+            lambda: "cancelled" in (view(page, "demo-stall").locator(".sw-status").text_content() or ""),
+            10,
+            "cancelled",
+        )
+        shown = view(page, "demo-stall").locator(".sw-answer").inner_html()
+        page.reload()
+        wait_until(lambda: answer_length(page, "demo-stall") > 20, 60, "the view after reloading")
+        assert view(page, "demo-stall").locator(".sw-answer").inner_html() == shown
+        assert "cancelled" in (view(page, "demo-stall").locator(".sw-status").text_content() or "")
     finally:
         page.close()
 
