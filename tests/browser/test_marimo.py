@@ -143,15 +143,12 @@ def serve(workdir: Path) -> Iterator[Callable[[str, Path], str]]:
         stop(process)
 
 
-def tools_cell() -> str:
-    return '''    def weather(city: str) -> str:
+def tools_cell(city: str) -> str:
+    return f'''    def _weather(city: str) -> str:
         """The weather in a city."""
-        return f"Sunny in {city}, 21 °C"
+        return f"Sunny in {{city}}, 21 °C"
 
-    tool_answer = sw.show(
-        "What is the weather in Oslo?", model="demo-tools", base_url=BASE, tools=[weather], confirm=True
-    )
-    tool_answer'''
+    sw.show("What is the weather in {city}?", model="demo-tools", base_url=BASE, tools=[_weather], confirm=True)'''
 
 
 def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tools(
@@ -167,7 +164,8 @@ def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tool
             "searching": '    sw.show("What is new in Python?", model="demo-search", base_url=BASE)',
             "stalling": '    sw.show("Tell me about asyncio", model="demo-stall", base_url=BASE)',
             "cut": '    sw.show("What is a closure?", model="demo-length", base_url=BASE, max_tokens=40)',
-            "tooling": tools_cell(),
+            "tooling": tools_cell("Oslo"),
+            "skipping": tools_cell("Lima"),
             "wrapped": (
                 '    q = "What is a closure?"\n'
                 '    mo.hstack([mo.ui.anywidget(sw.show(q, model="demo-fast", base_url=BASE).widget),'
@@ -217,12 +215,18 @@ def test_marimo_run_streams_live_with_cancel_continue_reasoning_sources_and_tool
         )
         wait_until(lambda: answer_length(page, "demo-length") > first, 20, "the continued answer")
         # A tool card's question: Run runs it and the answer goes on with its result.
-        tools = view(page, "demo-tools")
-        wait_until(lambda: tools.locator(".sw-tool-run").count() >= 1, 30, "the Run / Skip question")
-        assert tools.locator(".sw-tool-skip").count() >= 1
-        tools.locator(".sw-tool-run").first.click()
-        wait_until(lambda: "Sunny in Oslo" in (tools.locator(".sw-tools").text_content() or ""), 20, "the result")
-        wait_until(lambda: "done" in (tools.locator(".sw-status").text_content() or ""), 30, "the tool answer")
+        # Skip: the model is told, and the card says so.
+        oslo, lima = (view(page, "demo-tools").filter(has_text=f"weather in {c}") for c in ("Oslo", "Lima"))
+        for tools in (oslo, lima):
+            wait_until(lambda tools=tools: tools.locator(".sw-tool-run").count() >= 1, 30, "the Run / Skip question")
+            assert tools.locator(".sw-tool-skip").count() >= 1
+        oslo.locator(".sw-tool-run").first.click()
+        lima.locator(".sw-tool-skip").first.click()
+        wait_until(lambda: "Sunny in Oslo" in (oslo.locator(".sw-tools").text_content() or ""), 20, "the result")
+        wait_until(lambda: "skipped" in (lima.locator(".sw-tools").text_content() or ""), 20, "the skipped card")
+        assert "Sunny in Lima" not in (lima.text_content() or "")
+        for tools in (oslo, lima):
+            wait_until(lambda tools=tools: "done" in (tools.locator(".sw-status").text_content() or ""), 30, "the end")
         # Wrapped in `mo.ui.anywidget`, and a handle in `mo.hstack`, the view streams as well.
         for model in ("demo-fast", "demo-markdown"):
             box = view(page, model)

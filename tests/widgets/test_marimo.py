@@ -244,3 +244,18 @@ def test_the_front_end_is_one_small_module_that_never_parses_markdown():
     assert len(source) < 8_000
     assert "export default" in source and "import " not in source  # nothing fetched from anywhere
     assert "markdown" not in source.lower().replace("never parses markdown", "")
+
+
+def test_cancel_all_reaches_marimo_views(recorded: Recorded):
+    async def main() -> list[StreamState]:
+        handles = []
+        for _ in range(2):
+            view = MarimoView(model="m", sparkline=False)
+            handles.append(
+                StreamHandle(Played([TextDelta("x ")] * 2000, delay=0.005), view=view, scheduler=scheduler_for())
+            )
+        await asyncio.sleep(0.2)
+        assert cancel_all() == 2
+        return [await handle for handle in handles]
+
+    assert [state.status for state in asyncio.run(main())] == ["cancelled", "cancelled"]
