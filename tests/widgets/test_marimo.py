@@ -259,3 +259,12 @@ def test_cancel_all_reaches_marimo_views(recorded: Recorded):
         return [await handle for handle in handles]
 
     assert [state.status for state in asyncio.run(main())] == ["cancelled", "cancelled"]
+
+
+def test_scale_sizes_the_view_as_in_jupyter(recorded: Recorded):
+    view = MarimoView(model="m", scale=1.5)
+    assert view.widget.classes == ["sw-view", "sw-scale-150"]
+    assert view.widget.css == ".sw-scale-150 { --sw-scale: 1.5; }"
+    assert "var(--sw-scale, 1)" in view.widget._esm  # the shared sheet rides with the code
+    with pytest.raises(ValueError, match="scale must be between"):
+        MarimoView(model="m", scale=9)
