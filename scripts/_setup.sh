@@ -112,7 +112,7 @@ assert find_weights() is not None, 'no local model file'
 }
 
 setup_marimo() {
-  # The marimo view and its tests (tests/widgets/test_marimo.py, tests/browser/test_marimo.py,
+  # The marimo view and its tests (tests/widgets/test_marimo.py, tests/browser/test_marimo_browser.py,
   # benchmarks/bench_marimo.py): anywidget and marimo, pinned in the `marimo` extra, which [dev]
   # holds; this installs them into .venv when a narrower install left them out.
   if ! .venv/bin/python -c "import marimo, anywidget" 2>/dev/null; then

@@ -5,7 +5,7 @@ once. `Page` reads them as `_marimo.js` does (a frame applies only on top of the
 gap asks for the snapshot), so these tests check what a page ends up showing: the answer exactly
 as `render_markdown` renders it, every sealed block sent once, a late page caught up from the
 snapshot, and the final state in the widget's state. The browser runs the real module
-(tests/browser/test_marimo.py).
+(tests/browser/test_marimo_browser.py).
 
 anywidget (the `[marimo]` extra) is imported here on purpose: without it these tests fail.
 """
