@@ -23,6 +23,8 @@ Contenders alternate within each repetition; figures are medians over `--runs`.
 
     python benchmarks/bench_marimo.py              # about 10 minutes (mo.ui.chat falls far behind)
     python benchmarks/bench_marimo.py --quick      # 2,000 tokens, one repetition
+    SW_BENCH_DUMP=/tmp/frames.txt python benchmarks/bench_marimo.py --views show --tokens 5000 --runs 1
+                                                   # every frame the page received, to take the bytes apart
 """
 
 from __future__ import annotations
