@@ -54,7 +54,7 @@ setup_venv() {
     echo "$want" >> "$stamp"
   fi
   if [ "$extras" = dev ]; then
-    .venv/bin/python -c "import playwright, nbval, xdist, ruff, mypy" 2>/dev/null \
+    .venv/bin/python -c "import playwright, nbval, xdist, ruff, mypy, marimo, anywidget" 2>/dev/null \
       || { rm -f "$stamp"; echo "the [dev] install is incomplete: run again" >&2; exit 1; }
   fi
   mkdir -p test-artifacts
@@ -109,6 +109,17 @@ from streamwidgets.server.local import find_weights, local_model_missing
 assert local_model_missing() is None, local_model_missing()
 assert find_weights() is not None, 'no local model file'
 "
+}
+
+setup_marimo() {
+  # The marimo view and its tests (tests/widgets/test_marimo.py, tests/browser/test_marimo_browser.py,
+  # benchmarks/bench_marimo.py): anywidget and marimo, pinned in the `marimo` extra, which [dev]
+  # holds; this installs them into .venv when a narrower install left them out.
+  if ! .venv/bin/python -c "import marimo, anywidget" 2>/dev/null; then
+    echo "== pip install -e .[marimo]"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[marimo]" 2>&1 | grep -v "^WARNING: Location" || true
+    .venv/bin/python -c "import marimo, anywidget"
+  fi
 }
 
 setup_hub() {

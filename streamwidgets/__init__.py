@@ -35,7 +35,7 @@ _EXPORTS = {
     "StreamView": "widgets._view",
     "ChatPanel": "widgets._chat",
     "Chat": "net._conversation",
-    "cancel_all": "widgets._handle",
+    "cancel_all": "widgets._running",
     "set_defaults": "widgets._defaults",
     # in the classroom
     "compare": "apps._compare",
@@ -130,5 +130,6 @@ if TYPE_CHECKING:
     from .net._sources import replay, sdk
     from .widgets._chat import ChatPanel
     from .widgets._defaults import set_defaults
-    from .widgets._handle import StreamHandle, cancel_all
+    from .widgets._handle import StreamHandle
+    from .widgets._running import cancel_all
     from .widgets._view import StreamView

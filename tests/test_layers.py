@@ -226,3 +226,56 @@ def test_the_api_branch_check_sees_a_branch():
     assert api_branches(probe, "if request.api == 'messages':\n    pass\n") == ["line 1: request.api == 'messages'"]
     assert api_branches(probe, "x = dialect_name in ('chat', 'responses')\n") != []
     assert api_branches(probe, "if kind == 'chat':\n    pass\n") == []
+
+
+#: The folder whose modules must import each other in one direction only: pane specs and styles at
+#: the bottom, the front ends above them, the handle and the cell bookkeeping above those.
+ACYCLIC = PACKAGE / "widgets"
+
+
+def import_graph(folder: Path, sources: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """Module stem -> the stems of the modules of `folder` it imports (lazily too, and under
+    `TYPE_CHECKING`). `sources` gives the text of some modules instead of the files (a probe)."""
+    texts = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.py") if p.name != "__init__.py"}
+    texts.update(sources or {})
+    prefix = ".".join(["streamwidgets", *folder.relative_to(PACKAGE).parts]) + "."
+    graph: dict[str, set[str]] = {}
+    for stem, text in texts.items():
+        targets = set()
+        for _, name in imported(folder / f"{stem}.py", text):
+            if name.startswith(prefix):
+                target = name[len(prefix) :].split(".")[0]
+                if target in texts and target != stem:
+                    targets.add(target)
+        graph[stem] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle of `graph`, once each (as the path from its first module back to it)."""
+    found: list[list[str]] = []
+    seen: set[frozenset[str]] = set()
+
+    def walk(path: list[str]) -> None:
+        for target in sorted(graph[path[-1]]):
+            if target == path[0]:
+                if frozenset(path) not in seen:
+                    seen.add(frozenset(path))
+                    found.append([*path, target])
+            elif target not in path and target > path[0]:  # each circle from its smallest module
+                walk([*path, target])
+
+    for start in sorted(graph):
+        walk([start])
+    return found
+
+
+def test_the_widgets_folder_has_no_import_circle():
+    assert cycles(import_graph(ACYCLIC)) == [], "modules of widgets/ import each other in a circle"
+
+
+def test_the_circle_check_sees_a_lazy_circle():
+    probe = {"_panes": "from ._view import StreamView\n", "_view": "def f():\n    from . import _panes\n"}
+    assert cycles(import_graph(ACYCLIC, probe)) == [["_panes", "_view", "_panes"]]
+    three = {"_cells": "def f():\n    from ._handle import running\n"}
+    assert ["_cells", "_handle", "_cells"] in cycles(import_graph(ACYCLIC, three))

@@ -27,9 +27,15 @@ import ipywidgets as w
 from ..core import Limits, Provider, StreamState, formatting
 from ..markdown import escape_html, safe_markdown
 from ..net import DEFAULT_MAX_STEPS, DEFAULT_RETRIES, DEFAULT_STALL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, PathLike, Secret
-from ..widgets import WIDGET_MIMETYPE, Parts, StreamHandle, set_traits, stylesheet_widget
+from ..widgets import WIDGET_MIMETYPE, Parts, StreamHandle, StreamView, in_marimo, set_traits, stylesheet_widget
 
-__all__ = ["compare", "Comparison", "ModelSpec", "comparison_rows", "comparison_html"]
+__all__ = ["compare", "Comparison", "ModelSpec", "comparison_rows", "comparison_html", "NOT_IN_MARIMO"]
+
+#: Why `compare` does not run in marimo, in one line.
+NOT_IN_MARIMO = (
+    "compare() lays its views out in standard ipywidgets, which marimo does not render:"
+    " in marimo, put one sw.show() per model side by side, mo.hstack([sw.show(q, model=a), sw.show(q, model=b)])"
+)
 
 #: A model name (with `provider=` or the default preset), or a (provider, model) pair.
 ModelSpec = Union[str, tuple[str, str]]
@@ -130,6 +136,8 @@ def compare(
     `Comparison`; `await` it for the final states.
     """
     given = dict(locals())
+    if in_marimo():
+        raise RuntimeError(NOT_IN_MARIMO)
     from ._keywords import SinkKeywords
     from ._show import show
 
@@ -238,8 +246,8 @@ class Comparison:
         views = []
         for index, handle in enumerate(self.handles):
             view = handle.view
-            if view is None:
-                raise ValueError("compare needs views: it runs in a kernel")
+            if not isinstance(view, StreamView):
+                raise ValueError("compare needs Jupyter views: it runs in a kernel")
             if self.labels is not None:
                 view.add_note(self.labels[index])
             # Its own layout: a view's boxes share one, which the row's flex must not reach.

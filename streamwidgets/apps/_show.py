@@ -1,6 +1,7 @@
 """`show()`: one call that does the right thing wherever it runs, for any source.
 
-In a kernel the view is displayed, the stream becomes a background task and a `StreamHandle`
+In marimo the handle is the view (a cell that ends with it shows it; running the cell again
+cancels the stream). In a Jupyter kernel the view is displayed, the stream becomes a background task and a `StreamHandle`
 comes back at once, so the cell finishes and Cancel clicks are heard; with `display=False` the
 view is only made, for the caller to place (`HBox([h.view.widget for h in handles])`). Outside
 a kernel there is no page to draw widgets on: the answer goes to the terminal as plain text.
@@ -29,10 +30,13 @@ from ..net import (
 )
 from ..widgets import (
     StreamHandle,
+    cancel_with_cell,
     deliver,
     final_bundle,
     frame_pause,
+    in_marimo,
     keeps_widget,
+    marimo_view_for,
     placeholder_bundle,
     scheduler_for,
     under_runner,
@@ -122,6 +126,8 @@ def show(
         loop = asyncio.get_running_loop()
     except RuntimeError:  # a plain script: print the answer, then hand back the finished stream
         return asyncio.run(_to_terminal(chosen, keywords.run(), out or sys.stdout))
+    if in_marimo():
+        return _marimo_handle(chosen, keywords, loop, max_fps=max_fps, scale=scale)
     shell = _kernel_shell()
     if shell is None:
         return _terminal_handle(chosen, keywords.run(), out or sys.stdout)
@@ -157,6 +163,21 @@ def show(
 
     view.end_said_later = True
     handle.save_with(save)
+    return handle
+
+
+def _marimo_handle(
+    source: Source, keywords: SinkKeywords, loop: asyncio.AbstractEventLoop, **options: Any
+) -> StreamHandle:
+    """A stream into marimo's view, running on the notebook's loop; its cell's output shows the
+    handle (`_display_`), or `mo.ui.anywidget(handle.widget)`. Running the cell again, or deleting
+    it, cancels the stream (`cancel_with_cell`)."""
+    view = marimo_view_for(source, **options)
+    scheduler = scheduler_for(loop)
+    run = keywords.run(pause=frame_pause(scheduler, view), ask=view.confirm)
+    handle = StreamHandle(source, run, view=view, scheduler=scheduler)
+    logged(handle.stream)
+    cancel_with_cell(handle, goes_on=lambda: view.offers(handle.state))
     return handle
 
 

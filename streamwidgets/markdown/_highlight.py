@@ -111,6 +111,7 @@ DARK_CONTEXTS = (
     "body.vscode-dark",
     "body.vscode-high-contrast:not(.vscode-high-contrast-light)",
     'html[theme="dark"]',  # Colab
+    ".sw-dark",  # marimo: the view's front end (widgets/_marimo.js) marks its root when the page is dark
 )
 
 

@@ -22,7 +22,7 @@ from ._traffic import NOTHING, Cost
 
 __all__ = ["AnswerPane", "ENDED", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 /* A long answer lives in a box of its own height that keeps the growing end in sight: in a
    `column-reverse` scroll container the scroll position counts from the bottom, so at the bottom

@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
+from ._running import running
+
 __all__ = ["RUNNER_WAIT", "watch", "number", "cell_id", "in_cell", "deliver", "touched", "under_runner"]
 
 T = TypeVar("T")
@@ -146,8 +148,6 @@ def _cell_starts(info: Any = None) -> None:
     _between = False
     _set_cell_id(getattr(info, "cell_id", None) or None)
     if _cell_id is not None:
-        from ._handle import running
-
         for handle in running():  # started by an earlier run of this very cell
             if handle.cell_id == _cell_id:
                 handle.cancel("its cell ran again")
@@ -165,8 +165,6 @@ def _cell_ends(shell: Any, result: Any = None) -> None:
     here, the notebook keeps them and says so (a later cell's end replaces them)."""
     global _between
     if under_runner(shell):
-        from ._handle import running
-
         _between = True  # from here until the next cell, the runner may not be listening
         for handle in running():
             handle.save_partial(
@@ -192,7 +190,6 @@ def _settling(do_execute: Callable[..., Any], shell: Any) -> Callable[..., Any]:
 async def settle(before: int, timeout: float = RUNNER_WAIT) -> None:
     """Wait for the running streams started before cell `before`, up to `timeout` seconds; those
     still running then save the answer so far and say so."""
-    from ._handle import running
 
     deadline = time.monotonic() + timeout
     for handle in running():

@@ -18,9 +18,10 @@ from ..markdown import conversation_markdown, escape_html, render_markdown, safe
 from ..net import Chat, Live
 from ._fallback import WIDGET_MIMETYPE
 from ._handle import StreamHandle
+from ._marimo_cells import in_marimo
 from ._scheduler import scheduler_for
+from ._sheet import stylesheet_widget
 from ._sync import Parts, set_traits
-from ._theme import stylesheet_widget
 from ._view import view_for
 
 __all__ = ["ChatPanel"]
@@ -36,6 +37,11 @@ class ChatPanel:
     def __init__(
         self, *, max_fps: float = 20.0, placeholder: str = "Ask something and press Enter", **options: Any
     ) -> None:
+        if in_marimo():
+            raise RuntimeError(
+                "ChatPanel is made of standard ipywidgets (its text box, its list of answers), which marimo does"
+                " not render: in marimo, use mo.ui.text for the question and one sw.show() per answer"
+            )
         self.chat = Chat(**options)
         self._max_fps = max_fps
         self._parts = parts = Parts()

@@ -19,7 +19,7 @@ from ._traffic import NOTHING, Cost
 
 __all__ = ["CitationsPane", "citations_html", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-sources ol { margin: 0; padding-left: 1.8em; font-size: 0.92em; }
 .sw-inert { color: var(--jp-content-font-color2, inherit); }

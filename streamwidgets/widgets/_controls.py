@@ -18,9 +18,9 @@ from ..core import StreamState
 from ._sync import Parts, opened, set_traits, visible_classes
 from ._traffic import Cost
 
-__all__ = ["Controls", "CSS"]
+__all__ = ["Controls", "CSS", "CONTINUE", "RETRY"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-view .sw-cancel, .sw-view .sw-continue { flex: 0 0 auto; width: auto; padding: 0 12px; }
 /* A button's icon is a glyph drawn by CSS, and it would go into the button's accessible name
@@ -29,8 +29,9 @@ CSS = """
 .sw-view .jupyter-button .fa-play::before { content: "\\f04b" / ""; }
 """
 
-_CONTINUE = ("Continue", "Ask the model to go on from where the answer stopped")
-_RETRY = ("Retry", "Send the same request again")
+#: The Continue button's word and tooltip (Retry when no answer arrived).
+CONTINUE = ("Continue", "Ask the model to go on from where the answer stopped")
+RETRY = ("Retry", "Send the same request again")
 
 
 class Controls:
@@ -67,7 +68,7 @@ class Controls:
         cancel = self.cancel_button
         sent = set_traits(cancel, disabled=not active, _dom_classes=visible_classes(cancel, active))
         show = self.offers(state)
-        description, tooltip = _CONTINUE if state.text_length else _RETRY
+        description, tooltip = CONTINUE if state.text_length else RETRY
         button = self.continue_button
         if button is not None:
             classes = visible_classes(button, show)

@@ -14,19 +14,23 @@ import logging
 import math
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Generator
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ..core import ErrorEvent, StreamState, scrub
 from ..net import PAUSE, UNWATCHED_PAUSE, Live, Notify, RunOptions, Source, Stream, StreamRequest
 from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
+from ._marimo import MarimoView
+from ._running import cancel_all, running, track, untrack
 from ._scheduler import FrameScheduler
 from ._view import StreamView
 
-__all__ = ["StreamHandle", "cancel_all", "running", "frame_pause"]
+__all__ = ["StreamHandle", "cancel_all", "running", "frame_pause", "View"]
+
+#: A view a handle streams into: the Jupyter view or the marimo one (same panes, same scheduler).
+View = Union[StreamView, MarimoView]
 
 logger = logging.getLogger("streamwidgets")
 
@@ -34,12 +38,8 @@ logger = logging.getLogger("streamwidgets")
 #: its events take about a millisecond, and the frame must find them there.
 READ_AHEAD = 0.005
 
-#: Running handles per event loop: the strong references that keep background tasks alive, and
-#: what `cancel_all()` walks. Entries leave when their stream ends; a loop's set dies with it.
-_RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[StreamHandle]] = weakref.WeakKeyDictionary()
 
-
-def frame_pause(scheduler: FrameScheduler, view: StreamView) -> Callable[[], float]:
+def frame_pause(scheduler: FrameScheduler, view: View) -> Callable[[], float]:
     """The read pause of a view's stream (`RunOptions.pause`), made once with its run: how long a
     network read waits while the answer flows — until just before the view's next frame could
     show it, at least `PAUSE`; a frame further away than `UNWATCHED_PAUSE` is reached in equal
@@ -70,7 +70,7 @@ class StreamHandle:
         source: Source,
         run: Optional[RunOptions] = None,
         *,
-        view: Optional[StreamView] = None,
+        view: Optional[View] = None,
         scheduler: Optional[FrameScheduler] = None,
         notify: Optional[Notify] = None,
         confirm: bool = False,
@@ -114,7 +114,7 @@ class StreamHandle:
         return self.stream.state
 
     @property
-    def view(self) -> Optional[StreamView]:
+    def view(self) -> Optional[View]:
         return self._view
 
     @property
@@ -218,7 +218,7 @@ class StreamHandle:
             self._scheduler.add(self._view)
         name = f"streamwidgets {self.state.model or ''}".strip()
         self._task = loop.create_task(self._run(), name=name)
-        _RUNNING.setdefault(loop, set()).add(self)
+        track(loop, self)
 
     def _notify(self) -> None:
         if self._view is not None:
@@ -264,9 +264,7 @@ class StreamHandle:
     def _finish(self) -> None:
         loop = self._loop
         if loop is not None:
-            running = _RUNNING.get(loop)
-            if running is not None:
-                running.discard(self)
+            untrack(loop, self)
         for callback in self._done_callbacks:
             try:
                 callback(self)
@@ -278,6 +276,15 @@ class StreamHandle:
     def __repr__(self) -> str:
         state = self.state
         return f"<StreamHandle {state.phase} model={state.model!r} {state.text_length} chars>"
+
+    @property
+    def widget(self) -> Any:
+        """The view's widget (None without a view): `mo.ui.anywidget(handle.widget)` in marimo."""
+        return self._view.widget if self._view is not None else None
+
+    def _display_(self) -> Any:
+        """What marimo shows for the handle as a cell's last expression: its live view."""
+        return self._view.widget if self._view is not None else repr(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
@@ -301,13 +308,3 @@ def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def running() -> list[StreamHandle]:
-    """The streams still running, on every event loop."""
-    return [handle for handles in list(_RUNNING.values()) for handle in list(handles)]
-
-
-def cancel_all() -> int:
-    """Cancel every running stream (the kernel's interrupt button does not); return how many."""
-    return sum(handle.cancel() for handle in running())

@@ -21,7 +21,7 @@ from ._traffic import NOTHING, Cost
 
 __all__ = ["Header", "header_html", "Announcer", "announcement", "css_string", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 /* The status region is read by screen readers and drawn for nobody (the header shows the same
    phase): clipped, not `display: none`, which would take it out of the accessibility tree. */

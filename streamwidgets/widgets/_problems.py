@@ -18,7 +18,7 @@ from ._traffic import NOTHING, Cost
 
 __all__ = ["ProblemBox", "problem_html", "reported", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-problem-box { border-radius: 3px; padding: 4px 8px; margin: 4px 0 2px 0; border-left: 4px solid; }
 /* Tints, not the theme's pale --jp-*-color3: the text keeps the theme's own colour, dark or light. */

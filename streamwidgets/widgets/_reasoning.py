@@ -22,7 +22,7 @@ from ._traffic import NOTHING, Cost
 
 __all__ = ["ReasoningPane", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-reasoning-box { margin: 2px 0 4px 0; }
 .sw-reasoning-box .jupyter-widget-Collapse-header,
@@ -92,7 +92,7 @@ class ReasoningPane:
             sent += set_traits(self.widget, selected_index=None)
         usage = state.usage
         tokens = usage.reasoning_tokens if usage is not None else None
-        return sent + set_traits(self.widget, titles=(self._title(length, answering or final, tokens),))
+        return sent + set_traits(self.widget, titles=(self.title(length, answering or final, tokens),))
 
     def saved_html(self, state: StreamState) -> str:
         """The reasoning in a saved notebook: its title and markdown as drawn, set off by a rule."""
@@ -106,7 +106,7 @@ class ReasoningPane:
         )
 
     @staticmethod
-    def _title(length: int, finished: bool, reasoning_tokens: int | None) -> str:
+    def title(length: int, finished: bool, reasoning_tokens: int | None) -> str:
         if not finished:
             return "Thinking…"
         if reasoning_tokens:

@@ -5,29 +5,29 @@ such as Colab) keeps the view readable in light and dark themes without a fronte
 travels in an `HTML` widget that every view and panel includes among its children, so that it
 reaches Voila and VS Code too and survives when another cell's output is cleared.
 
-The sheet is put together on first use: the rules every part shares (here), each pane's own rules
-(its module's, in the order of the pane table, `_panes.PANES`), then the chat panel's.
+This module sits at the bottom of the folder, under the panes: it holds the rules every part shares
+and the chat panel's; each pane's own rules live in its module, and `_sheet.py` (above the pane
+table) puts the whole sheet together.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import cache
 from typing import TypeVar
 
 import ipywidgets as w
 
-from ..markdown import CODE_CHUNK_CLASS, DARK_CONTEXTS, MATH_CSS, PYGMENTS_CSS
+from ..markdown import CODE_CHUNK_CLASS, DARK_CONTEXTS
 
-__all__ = ["stylesheet", "HIDDEN", "stylesheet_widget", "scale_class", "scale_widget"]
+__all__ = ["HIDDEN", "SHARED_RULES", "CHAT_RULES", "as_sent", "shared_model", "scale_class", "scale_widget"]
 
 #: The class that hides a part (one class change instead of a `Layout` model per part).
 HIDDEN = "sw-hidden"
 
 #: The rules every part shares: sizes and colours, the view's box and header row, buttons, rendered
 #: markdown and code. Each pane's own rules live in its module (`css` in its row of `_panes.PANES`).
-_SHARED_RULES = """
+SHARED_RULES = """
 .sw-hidden { display: none !important; }
 /* Sizes follow `--sw-scale` (set per view by a `sw-scale-NNN` class, see `scale_widget`), so that
    text, code, math and the header grow together on a projector. Colours are our own variables:
@@ -144,7 +144,7 @@ _SHARED_RULES = """
 """
 
 #: The chat panel's rules, after the panes'.
-_CHAT_RULES = """
+CHAT_RULES = """
 /* The chat panel. Its send button's icon is drawn without alternative text, as the view's buttons'
    (see `_controls.py`). */
 .sw-chat .jupyter-button .fa-paper-plane::before { content: "\\f1d8" / ""; }
@@ -158,21 +158,11 @@ _CHAT_RULES = """
 _DARK = ", ".join(f"{context} {scope}" for context in DARK_CONTEXTS for scope in (".sw-view", ".sw-chat"))
 
 
-def _as_sent(source: str) -> str:
+def as_sent(source: str) -> str:
     """CSS `source` as sent: without comments and indentation (the sheet crosses the wire once per
     kernel, so its comments stay in the code), its `{chunk}` and `{dark}` filled in."""
     text = re.sub(r"\s*\n\s*", "\n", re.sub(r"/\*.*?\*/", "", source, flags=re.S)).strip()
     return text.replace("{chunk}", CODE_CHUNK_CLASS).replace("{dark}", _DARK)
-
-
-@cache
-def stylesheet() -> str:
-    """The sheet every view carries: the shared rules, each pane's in the order of the pane table,
-    the chat's, then code highlighting and math."""
-    from ._panes import PANES  # read on first use: the pane modules import this one
-
-    source = "\n".join((_SHARED_RULES, *(row.css for row in PANES), _CHAT_RULES))
-    return _as_sent(source) + "\n" + PYGMENTS_CSS + "\n" + MATH_CSS
 
 
 #: Models every view can share: each crosses the wire once per kernel instead of once per view.
@@ -190,24 +180,6 @@ def shared_model(name: str, make: Callable[[], _Model]) -> _Model:
         model = make()
         _SHARED[name] = model
     return model
-
-
-def stylesheet_widget() -> w.HTML:
-    """The `<style>` widget every view includes; one model per kernel, drawn in each view.
-
-    Sharing the model means the ~8 KB sheet crosses the wire once per kernel, not once per
-    view, while every view still carries its own `<style>` element in the page (see
-    `shared_model`).
-
-    The widget is hidden: a `<style>` element applies wherever it sits in the page, so it needs
-    no box of its own and adds no gap above the view.
-    """
-    return shared_model(
-        "style",
-        lambda: w.HTML(
-            value=f"<style>{stylesheet()}</style>", layout=w.Layout(display="none"), _dom_classes=("sw-style",)
-        ),
-    )
 
 
 #: The scales a view accepts: small enough to fit a laptop, large enough for the back row.

@@ -36,7 +36,7 @@ __all__ = [
     "CSS",
 ]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-tool { margin: 2px 0 6px 0; }
 .sw-tool-name { font-family: var(--jp-code-font-family, monospace); font-weight: 600; }

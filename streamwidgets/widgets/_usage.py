@@ -18,7 +18,7 @@ from ._traffic import Cost
 
 __all__ = ["UsageMeter", "usage_html", "CSS"]
 
-#: The pane's rules in the view's stylesheet (`_theme.stylesheet`), with why in comments.
+#: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
 .sw-usage-line { font-family: var(--jp-ui-font-family, system-ui, sans-serif); font-size: var(--sw-small-size);
   color: var(--jp-ui-font-color2, inherit); display: flex; flex-wrap: wrap; gap: 0 1em; }

@@ -41,9 +41,10 @@ from ._panes import BODY, CHANGES, FRAMES, ROW, SLOW, Context, PaneSpec, Place, 
 from ._problems import ProblemBox
 from ._reasoning import ReasoningPane
 from ._scheduler import Pace
+from ._sheet import stylesheet_widget
 from ._sparkline import TokenTrace
 from ._sync import Parts, set_traits
-from ._theme import scale_class, scale_widget, stylesheet_widget
+from ._theme import scale_class, scale_widget
 from ._tokens import TokenPane
 from ._toolcalls import ToolCallsPane, shown_calls
 from ._traffic import NOTHING, Cost

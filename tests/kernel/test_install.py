@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ def test_the_wheel_installs_with_pip_alone_and_runs_the_quickstart(tmp_path: Pat
         env=clean,
     )
     [wheel] = wheels.glob("streamwidgets-*.whl")
+    with zipfile.ZipFile(wheel) as built:  # the package data: the marimo view's front end among it
+        assert {"streamwidgets/widgets/_marimo.js", "streamwidgets/py.typed"} <= set(built.namelist())
 
     home = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(home)

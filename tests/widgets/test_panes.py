@@ -26,8 +26,9 @@ from streamwidgets.core._state import StreamState
 from streamwidgets.widgets import StreamView, _panes
 from streamwidgets.widgets._fallback import final_bundle
 from streamwidgets.widgets._panes import BODY, CHANGES, FRAMES, PANES, ROW, SLOW, Context, PaneSpec
+from streamwidgets.widgets._sheet import stylesheet
 from streamwidgets.widgets._sync import Parts, opened, set_traits
-from streamwidgets.widgets._theme import _as_sent, stylesheet
+from streamwidgets.widgets._theme import as_sent
 from streamwidgets.widgets._traffic import NOTHING, Cost
 
 
@@ -102,7 +103,7 @@ def test_the_stylesheet_carries_each_panes_rules_in_the_order_of_the_table():
     at = []
     for row in PANES:
         if row.css:
-            rules = _as_sent(row.css)
+            rules = as_sent(row.css)
             assert sheet.count(rules) == 1, row.name
             at.append(sheet.index(rules))
     assert at == sorted(at) and len(at) >= 5

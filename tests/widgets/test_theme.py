@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from streamwidgets.widgets._theme import scale_class, scale_widget, stylesheet
+from streamwidgets.widgets._sheet import stylesheet
+from streamwidgets.widgets._theme import scale_class, scale_widget
 
 THEMES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
 DARK_SELECTOR = 'body[data-jp-theme-light="false"]'

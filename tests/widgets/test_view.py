@@ -45,7 +45,8 @@ from streamwidgets.widgets import StreamHandle, StreamView, cancel_all, schedule
 from streamwidgets.widgets._answer import ENDED
 from streamwidgets.widgets._fallback import WIDGET_MIMETYPE, final_bundle, placeholder_bundle
 from streamwidgets.widgets._handle import running
-from streamwidgets.widgets._theme import HIDDEN, stylesheet
+from streamwidgets.widgets._sheet import stylesheet
+from streamwidgets.widgets._theme import HIDDEN
 from streamwidgets.widgets._toolcalls import format_arguments
 
 SENTINEL = "sk-test-SENTINEL-0123456789abcdef"
