@@ -197,6 +197,10 @@ class Source:
         """The answer so far as this source's part starts from it (None: all of `state.text`)."""
         return None
 
+    def joins(self) -> bool:
+        """This source's part is a new text joined to the answer so far at a word boundary."""
+        return False
+
     def bounded(self, limits: Optional[Limits] = None, **options: Any) -> Source:
         """This source within `limits` (default: its own), with the limits named in `options`
         changed (`deadline=`, `max_answer_chars=`, ...: the fields of `Limits`)."""
@@ -325,6 +329,9 @@ class Live(Source):
     def carried(self, state: StreamState) -> Optional[str]:
         return self.request.carried if self.request.part > 1 and self.request.carried else None
 
+    def joins(self) -> bool:
+        return self.request.part > 1 and self.request.joins
+
     def _with_limits(self, limits: Limits) -> Live:
         return Live(replace(self.request, limits=limits))
 
@@ -381,6 +388,9 @@ class Replay(Source):
     def then(self, state: StreamState) -> Optional[Replay]:
         following = self.recording.following if self.recording is not None else None
         return replace(self, recording=following) if following is not None else None
+
+    def joins(self) -> bool:
+        return self.recording is not None and self.recording.joins
 
     def carried(self, state: StreamState) -> Optional[str]:
         n = self.recording.carried if self.recording is not None else None
