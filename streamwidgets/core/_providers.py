@@ -8,6 +8,7 @@ facts behind each row are in `docs/wire-formats.md`.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 from urllib.parse import urljoin
@@ -281,4 +282,6 @@ def get_provider(name: Optional[str]) -> Provider:
         return PROVIDERS[key]
     except KeyError:
         known = ", ".join(sorted(PROVIDERS))
-        raise ValueError(f"unknown provider {name!r}; known providers: {known} (or pass base_url=)") from None
+        close = difflib.get_close_matches(key, list(PROVIDERS), n=1, cutoff=0.6)
+        meant = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown provider {name!r}; {meant}known providers: {known} (or pass base_url=)") from None

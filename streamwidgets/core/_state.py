@@ -71,7 +71,12 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
 #: Error codes the client gives what the network (or this machine) did, when no provider spoke:
 #: said as such, never as "the provider reported".
-_NETWORK_CODES = frozenset(("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable"))
+_NETWORK_CODES = frozenset(
+    ("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable", "local_model_missing")
+)
+#: No local model can answer here (the `[local]` extra is missing, or a browser cannot run one): a
+#: Retry would fail the same way, so none is offered.
+NO_LOCAL_MODEL = "local_model_missing"
 #: The ends after which the model can be asked for the rest (or the request sent again).
 _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: What to do about a spent quota, budget or credit (said instead of offering a Retry).
@@ -544,7 +549,7 @@ class StreamState:
         """It ended short of a full answer: cut off, cancelled, failed, or stopped by the token
         limit. Continue asks for the rest (or, with no answer yet, sends the request again) — but not
         after a spent quota, budget or credit, which no second request gets past."""
-        if not self.done or (self.error is not None and self.error.spent):
+        if not self.done or (self.error is not None and (self.error.spent or self.error.code == NO_LOCAL_MODEL)):
             return False
         return self.status in _CONTINUABLE or (self.status == "complete" and self.finish == "length")
 

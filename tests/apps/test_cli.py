@@ -457,8 +457,9 @@ def test_serve_on_a_busy_port_says_so_and_never_announces_a_server():
         (("demo", "--ofline"), "streamwidgets demo: unrecognized arguments: --ofline (did you mean --offline?)"),
         (("ask", "hi", "--temperature=0.2"), "--temperature (a request body field is passed as -p temperature=VALUE)"),
         (("ask", "hi", "--api-key", "sk-secret-123"), "--api-key (there is no option for the key"),
+        (("ask", "--temprature", "0.5", "hi"), "--temprature (a request body field is passed as -p temperature=VALUE)"),
     ],
-    ids=["model", "offline", "body-field", "key"],
+    ids=["model", "offline", "body-field", "key", "misspelt-body-field"],
 )
 def test_a_mistyped_option_names_the_closest_in_one_line(args, says):
     run = cli(*args)
