@@ -56,7 +56,7 @@ def test_a_fresh_clone_runs_the_headless_demo_as_a_user_with_the_systems_python_
     assert run.returncode == 0, said[-4000:]
     assert "apt-get" not in said and "Missing system packages" not in said
     assert "== python3 -m venv .venv" in said  # the script made the venv itself
-    assert "server-sent events" in run.stdout.lower() and "[done · " in run.stdout, run.stdout[-2000:]
+    assert "server-sent event" in run.stdout.lower() and "[done · " in run.stdout, run.stdout[-2000:]
     made = subprocess.run(
         [*command, str(repo / ".venv/bin/python"), "-c", "import sys; print(sys.base_prefix, sys.version.split()[0])"],
         capture_output=True,
