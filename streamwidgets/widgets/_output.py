@@ -194,6 +194,7 @@ class SavedOutput:
         self._shell = shell
         self._handles: list[StreamHandle] = []
         self._keeps_widget = True
+        self._shown = False  # nothing to update before it is displayed
         for handle in handles_in(widget):
             self.follow(handle)
 
@@ -212,6 +213,7 @@ class SavedOutput:
 
         watch(self._shell)  # its updates go out as the running cell's output (`deliver`)
         self._keeps_widget = keeps_widget(self._shell)  # decided by the cell that shows it
+        self._shown = True
         if self._handles and self.done:
             display(self.bundle(), raw=True, display_id=self.display_id)
         else:
@@ -235,7 +237,7 @@ class SavedOutput:
         deliver(lambda: update_display(bundle, raw=True, display_id=self.display_id), self.widget)
 
     def _save(self, handle: StreamHandle, note: Optional[str]) -> None:
-        if note is not None or self.done:
+        if self._shown and (note is not None or self.done):
             self.save()
 
 
