@@ -1,24 +1,28 @@
 # Shared by scripts/test and scripts/demo: install what a fresh Debian machine lacks.
 
 setup_system_packages() {
+  # setup_system_packages [demo|test]: what Debian's apt must add. The demo needs only Python's
+  # venv (Debian ships it as python3-venv): where it is present, nothing, so a teacher with no
+  # root and no sudo runs the demo. The tests also need git, openssl (the TLS tests make a
+  # self-signed certificate) and, for the browser tests, Chromium and the fonts of their
+  # screenshots (text, and the emoji that answers contain; SW_NEED_CHROMIUM=0 leaves those out).
   local need=()
   python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
-  # Chromium is for the browser tests only; the demo needs none (SW_NEED_CHROMIUM=0).
-  if [ "${SW_NEED_CHROMIUM:-1}" = 1 ]; then
-    command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  if [ "${1:-test}" = test ]; then
+    command -v git >/dev/null 2>&1 || need+=(git)
+    command -v openssl >/dev/null 2>&1 || need+=(openssl)
+    if [ "${SW_NEED_CHROMIUM:-1}" = 1 ]; then
+      command -v chromium >/dev/null 2>&1 || need+=(chromium)
+      [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+      [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || need+=(fonts-noto-color-emoji)
+    fi
   fi
-  command -v git >/dev/null 2>&1 || need+=(git)
-  # The TLS tests make a self-signed certificate with the openssl command.
-  command -v openssl >/dev/null 2>&1 || need+=(openssl)
-  # Fonts for the browser tests' screenshots: text, and the emoji that answers contain.
-  [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
-  [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || need+=(fonts-noto-color-emoji)
   if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
       echo "== apt-get install ${need[*]}"
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-    elif command -v sudo >/dev/null 2>&1; then
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
       sudo apt-get update -qq
       sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     else
@@ -46,8 +50,16 @@ setup_venv() {
     echo "== pip install -e .[$extras]"
     export PIP_DISABLE_PIP_VERSION_CHECK=1
     .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+    # Binder's pins (binder/requirements.txt) are for Binder's image and its Python: the test venv
+    # follows them, so that CI tests what Binder runs; a teacher's install (the demo) resolves on
+    # whatever Python the machine has (3.10 and later: Debian 12's is 3.11.2, below some pins).
+    local pins=()
+    if [ "$extras" = dev ]; then
+      grep -E "^[A-Za-z0-9_.-]+==" binder/requirements.txt > .venv/binder-pins.txt
+      pins=(-c .venv/binder-pins.txt)
+    fi
     # Quiet: the local-index notices and setuptools' "editable installation" banner are not news.
-    .venv/bin/python -m pip install -q -e ".[$extras]" -c <(grep -E "^[A-Za-z0-9_.-]+==" binder/requirements.txt) 2>&1 \
+    .venv/bin/python -m pip install -q -e ".[$extras]" "${pins[@]}" 2>&1 \
       | grep -vE '^WARNING: Location|^ *$|BuildBackendWarning|^ +!!|^ +\*{10}|Please be careful|name as your package|with strategy' \
       || true
     .venv/bin/python -c "import streamwidgets, ipywidgets, httpx, anyio, markdown_it"

@@ -112,3 +112,28 @@ def test_the_quickstart_is_one_cell_away() -> None:
     first = next(cell.source for cell in nb.cells if cell.cell_type == "code")
     assert first.startswith("import streamwidgets as sw") and "sw.show(" in first
     assert "demo=" not in first, "the quickstart streams at a pace a person can watch"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_one_setting_decides_who_answers_every_cell(path: Path):
+    """`STREAMWIDGETS_OFFLINE` alone chooses the stand-in (README): no notebook reads a variable of
+    its own for it, and none names the demo preset, which that setting could not change."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code":
+            assert "SW_PROVIDER" not in cell.source, path.name
+            assert not re.search(r"""provider\s*=\s*["']demo["']""", cell.source), (path.name, cell.source)
+
+
+@pytest.mark.parametrize(("setting", "local"), [("local", True), ("demo", False)])
+def test_a_cell_with_no_provider_and_one_with_a_preset_but_no_key_get_the_same_stand_in(
+    setting: str, local: bool, monkeypatch: pytest.MonkeyPatch
+):
+    """Notebook 01's two answers (the first names no provider, the second `openai` with no key)
+    and the chat app's panel: one setting, one stand-in for all of them."""
+    from streamwidgets.net import make_request
+
+    monkeypatch.setenv("STREAMWIDGETS_OFFLINE", setting)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    requests = [make_request("What is a tuple?"), make_request("What is a tuple?", provider="openai")]
+    assert [r.local for r in requests] == [local, local]
+    assert [r.embedded is not None for r in requests] == [not local, not local]

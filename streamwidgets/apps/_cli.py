@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import anyio
 
-from ..core import APIS, PROVIDERS, Token, is_recording, scrub
+from ..core import APIS, FIELDS, PROVIDERS, STAND_IN_EXTRAS, Token, closest, is_recording, scrub
 from ..net import Live, RunOptions, Source, Stream, make_request, replay
 from ._terminal import TerminalPrinter, printable
 
@@ -151,12 +151,20 @@ def unknown_arguments(extras: Sequence[str], parser: argparse.ArgumentParser) ->
         if close:
             named.append(f"{flag} (did you mean {close[0]}?)")
         elif "--param" in options:
-            named.append(f"{flag} (a request body field is passed as -p {flag.lstrip('-')}=VALUE)")
+            field = _body_field(flag.lstrip("-").replace("-", "_"))
+            named.append(f"{flag} (a request body field is passed as -p {field}=VALUE)")
         else:
             named.append(flag)
     if not named:
         return f"unrecognized arguments: {len(extras)} more than expected (quote a question with spaces in it)"
     return f"unrecognized arguments: {', '.join(named)}"
+
+
+def _body_field(name: str) -> str:
+    """The body field a flag names, or most likely misspells (`temprature` -> `temperature`): one
+    step from a typo to the line that works."""
+    fields = set().union(*FIELDS.values(), *STAND_IN_EXTRAS.values())
+    return name if name in fields else closest(name, fields) or name
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

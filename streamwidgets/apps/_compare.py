@@ -18,7 +18,6 @@ tries, when a model was rate limited). Each view's usage meter has its sparkline
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -27,7 +26,17 @@ import ipywidgets as w
 from ..core import Limits, Provider, StreamState, formatting
 from ..markdown import escape_html, safe_markdown
 from ..net import DEFAULT_MAX_STEPS, DEFAULT_RETRIES, DEFAULT_STALL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, PathLike, Secret
-from ..widgets import WIDGET_MIMETYPE, Parts, StreamHandle, StreamView, in_marimo, set_traits, stylesheet_widget
+from ..widgets import (
+    Parts,
+    SavedOutput,
+    StreamHandle,
+    StreamView,
+    deliver,
+    in_marimo,
+    saves_as,
+    set_traits,
+    stylesheet_widget,
+)
 
 __all__ = ["compare", "Comparison", "ModelSpec", "comparison_rows", "comparison_html", "NOT_IN_MARIMO"]
 
@@ -257,18 +266,22 @@ class Comparison:
         self.row = w.Box(views, layout=row, _dom_classes=("sw-compare-row",))
         self.table = parts.html("sw-compare-table", value=comparison_html(self.rows()))
         self.widget = parts.box(w.VBox, [stylesheet_widget(), self.row, self.table], "sw-compare")
-        self._display_id: Optional[str] = None
+        saves_as(self.table, self._table_forms)
+        from IPython import get_ipython
+
+        #: The output that shows it, kept with the final table in a saved notebook (`SavedOutput`).
+        self.output = SavedOutput(
+            self.widget,
+            get_ipython(),
+            waiting=f"[comparing {len(self.handles)} answers; the live view needs a running kernel]",
+            before=self.refresh,
+        )
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._keep_table(), name="streamwidgets compare table")
         #: The execution count of the cell whose output shows it (not shown twice there).
         self.displayed_in: Optional[int] = None
         if display:
-            from IPython import get_ipython
-            from IPython.display import display as show_output
-
-            self._display_id = uuid.uuid4().hex
-            show_output(self._bundle(), raw=True, display_id=self._display_id)
-            self.displayed_in = getattr(get_ipython(), "execution_count", None)
+            self._show()
 
     def rows(self) -> list[dict[str, str]]:
         return comparison_rows(self.handles, self.labels)
@@ -286,8 +299,11 @@ class Comparison:
         return sum(h.cancel() for h in self.handles)
 
     def refresh(self) -> None:
-        """Redraw the table (sent only when it changed)."""
-        set_traits(self.table, value=comparison_html(self.rows()))
+        """Redraw the table, as the running cell's output (a notebook runner keeps it: `deliver`);
+        sent only when it changed."""
+        html = comparison_html(self.rows())
+        if html != self.table.value:
+            deliver(lambda: set_traits(self.table, value=html), self.table)
 
     async def _keep_table(self) -> list[StreamState]:
         while not self.done:
@@ -295,20 +311,22 @@ class Comparison:
             await asyncio.sleep(_TABLE_INTERVAL)
         states = [await h for h in self.handles]
         self.refresh()
-        if self._display_id is not None:
-            from IPython.display import update_display
-
-            update_display(self._bundle(), raw=True, display_id=self._display_id)
         return states
 
-    def _bundle(self) -> dict[str, Any]:
-        """The widget, and the table as text for a saved notebook (and where widgets do not run)."""
+    def _table_forms(self) -> dict[str, str]:
+        """The table as a saved notebook keeps it (the output saves it under the answers)."""
         rows = self.rows()
         return {
-            WIDGET_MIMETYPE: self.widget._repr_mimebundle_()[WIDGET_MIMETYPE],
             "text/plain": comparison_markdown(rows),
             "text/markdown": comparison_markdown(rows),
+            "text/html": comparison_html(rows),
         }
+
+    def _show(self) -> None:
+        from IPython import get_ipython
+
+        self.output.display()
+        self.displayed_in = getattr(get_ipython(), "execution_count", None)
 
     def __await__(self) -> Generator[Any, None, list[StreamState]]:
         return self._task.__await__()
@@ -325,9 +343,7 @@ class Comparison:
         from IPython.display import display as show_output
 
         count = getattr(get_ipython(), "execution_count", None)
-        if self._display_id is None:
-            self._display_id = uuid.uuid4().hex
-            show_output(self._bundle(), raw=True, display_id=self._display_id)
-            self.displayed_in = count
+        if self.displayed_in is None:
+            self._show()
         elif self.displayed_in != count:
             show_output(self.widget)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TextIO, Union
 
@@ -29,18 +28,18 @@ from ..net import (
     Source,
 )
 from ..widgets import (
+    SavedOutput,
     StreamHandle,
     cancel_with_cell,
     deliver,
-    final_bundle,
     frame_pause,
     in_marimo,
-    keeps_widget,
     marimo_view_for,
-    placeholder_bundle,
+    placeholder_text,
     scheduler_for,
     under_runner,
     view_for,
+    watch_boxes,
     watch_cells,
 )
 from ._keywords import AnySource, SinkKeywords, logged
@@ -132,10 +131,8 @@ def show(
     if shell is None:
         return _terminal_handle(chosen, keywords.run(), out or sys.stdout)
 
-    from IPython.display import display as show_output
-    from IPython.display import update_display
-
     watch_cells(shell)
+    watch_boxes(shell)  # a box the view is placed in keeps it in a saved notebook too
     view = view_for(chosen, max_fps=max_fps, scale=scale)
     scheduler = scheduler_for(loop)
     run = keywords.run(pause=frame_pause(scheduler, view), ask=view.confirm)
@@ -143,26 +140,22 @@ def show(
     logged(handle.stream)
     if not display:
         return handle
-    display_id = uuid.uuid4().hex
-    labels = chosen.labels()
-    show_output(placeholder_bundle(view.widget, labels.model), raw=True, display_id=display_id)
+    model = chosen.labels().model
+    output = SavedOutput(view.widget, shell, waiting=placeholder_text(model))
+    output.display()  # a notebook runner saves the answer alone: it shows without a network
     handle.displayed_in = getattr(shell, "execution_count", None)
-    widget = keeps_widget(shell)  # a notebook runner saves the answer alone: it shows without a network
 
-    def save(done: StreamHandle, note: Optional[str]) -> None:
-        bundle = final_bundle(view, labels.model, labels.badge, note, widget=widget)
-        deliver(lambda: update_display(bundle, raw=True, display_id=display_id), view.widget)  # see `cells`
-        if note is None:  # the part ended (not a runner's save of an answer still streaming)
-            if under_runner(shell):  # nobody hears it live: the saved words are the final ones
-                say_end(done.state)
-            else:
-                loop.call_later(SAY_END_AFTER, say_end, done.state)
+    def said(done: StreamHandle) -> None:  # after the output's update (see `SAY_END_AFTER`)
+        if under_runner(shell):  # nobody hears it live: the saved words are the final ones
+            say_end(done.state)
+        else:
+            loop.call_later(SAY_END_AFTER, say_end, done.state)
 
     def say_end(state: StreamState) -> None:
         deliver(lambda: view.say_end(state), view.widget)
 
     view.end_said_later = True
-    handle.save_with(save)
+    handle.add_done_callback(said)
     return handle
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from ._providers import APIS
+from ._providers import APIS, PROVIDERS
 from .dialects import dialect_class
 
 __all__ = [
@@ -110,6 +110,16 @@ def check_options(names: Iterable[str], api: str, preset: str) -> None:
     for name in names:
         if name in fields or name in PACKAGE_OPTIONS:
             continue
+        others = [each for each in APIS if name in FIELDS[each]]
+        if others:  # a field of another API (`seed=` over Messages): say so, and which has it
+            title = dialect_class(api).title
+            has = " and ".join(dialect_class(each).title for each in others)
+            served = [each for each in others if each in _served(preset)]
+            switch = f": api={served[0]!r} sends it to {preset}" if served else ""
+            raise ValueError(
+                f"{name}= is not a field of the {title} API (it has no such field); the {has} API"
+                f"{'s have' if len(others) > 1 else ' has'} it{switch}"
+            )
         known = sorted(fields.union(PACKAGE_OPTIONS, *(FIELDS[each] for each in APIS)))
         meant = closest(name, known)
         if meant is not None:
@@ -118,6 +128,12 @@ def check_options(names: Iterable[str], api: str, preset: str) -> None:
             f"unknown option {name}= for {preset}'s {api} API; a field of the provider's own goes in "
             f"extra_body={{{name!r}: ...}}"
         )
+
+
+def _served(preset: str) -> tuple[str, ...]:
+    """The APIs a preset serves (every API for a name no preset has: a custom server)."""
+    found = PROVIDERS.get(preset)
+    return found.apis if found is not None else APIS
 
 
 def closest(name: str, known: Iterable[str]) -> str | None:

@@ -63,7 +63,7 @@ def parse(
         state = _fold((item for _, item in recording_items(part)), state, normalizer)
         part = part.following
         if part is not None:
-            state = state.next_part(keep=part.carried)
+            state = state.next_part(keep=part.carried, joins=part.joins)
             normalizer = Normalizer(api, provider, think_tags=think_tags, alternatives=alternatives)
     return state
 

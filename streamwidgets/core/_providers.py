@@ -8,6 +8,7 @@ facts behind each row are in `docs/wire-formats.md`.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 from urllib.parse import urljoin
@@ -79,6 +80,9 @@ class Provider:
     citation_markers: bool = False
     #: The key is optional (local servers).
     key_optional: bool = False
+    #: The APIs on which the server continues a final assistant turn (a prefill) instead of
+    #: answering it anew: Continue then sends the partial answer alone (Messages always does).
+    prefill: tuple[Api, ...] = ()
     #: The server a user runs on their own machine (a local preset), named when nothing answers.
     local_server: Optional[str] = None
     #: Extra HTTP headers (never the key).
@@ -128,6 +132,7 @@ PROVIDERS: dict[str, Provider] = {
             default_model="demo",
             auth=NO_AUTH,
             key_optional=True,
+            prefill=APIS,
             citation_markers=True,
             note="embedded offline provider on 127.0.0.1; no key, no network",
         ),
@@ -137,6 +142,7 @@ PROVIDERS: dict[str, Provider] = {
             apis=COMPATIBLE,  # llama.cpp's server speaks no Gemini
             default_model="local",
             key_optional=True,
+            prefill=COMPATIBLE,  # llama.cpp's server continues a final assistant message
             note="a real model on this machine: llama.cpp's own server (the [local] extra), shared by your kernels; no network",
         ),
         Provider(
@@ -236,6 +242,7 @@ PROVIDERS: dict[str, Provider] = {
             ("chat",),
             "default",
             key_optional=True,
+            prefill=("chat",),
             think_tags=True,
             local_server="llama.cpp's llama-server",
             note="`<think>` split into reasoning",
@@ -275,4 +282,6 @@ def get_provider(name: Optional[str]) -> Provider:
         return PROVIDERS[key]
     except KeyError:
         known = ", ".join(sorted(PROVIDERS))
-        raise ValueError(f"unknown provider {name!r}; known providers: {known} (or pass base_url=)") from None
+        close = difflib.get_close_matches(key, list(PROVIDERS), n=1, cutoff=0.6)
+        meant = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown provider {name!r}; {meant}known providers: {known} (or pass base_url=)") from None

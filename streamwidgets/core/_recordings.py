@@ -4,7 +4,8 @@
     {"t": 0.412, "data": "<base64 of the bytes of one network read>"}
     {"t": 0.003, "status": 429, "data": "<base64 of an error body>"}      (a non-2xx answer)
     {"t": 3.981, "end": "complete"}
-    {"streamwidgets_part": 2, "carried": 1234}        (a Continue: the next part, from 1234 characters)
+    {"streamwidgets_part": 2, "carried": 1234}        (a Continue: the next part, from 1234 characters;
+                                                       `"joins": true`: a new text, joined at a word boundary)
     {"t": 0.390, "data": "..."}
     ...
 
@@ -70,6 +71,8 @@ class Recording:
     part: int = 1
     #: How many characters of the answer so far this part starts from (None: all of it).
     carried: Optional[int] = None
+    #: This part is a new text joined to the answer so far at a word boundary (`next_part(joins=)`).
+    joins: bool = False
     #: What could not be read of this part (its lines, and for part 1 the header), in words.
     problems: list[str] = field(default_factory=list)
     #: The file it was read from (None: made in memory).
@@ -223,6 +226,7 @@ class _Reader:
                 recording.meta,
                 part=recording.part + 1,
                 carried=carried if _whole(carried) else None,
+                joins=obj.get("joins") is True,
                 path=recording.path,
             )
             recording.following = self.current = following

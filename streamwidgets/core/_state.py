@@ -72,7 +72,12 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
 #: Error codes the client gives what the network (or this machine) did, when no provider spoke:
 #: said as such, never as "the provider reported".
-_NETWORK_CODES = frozenset(("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable"))
+_NETWORK_CODES = frozenset(
+    ("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable", "local_model_missing")
+)
+#: No local model can answer here (the `[local]` extra is missing, or a browser cannot run one): a
+#: Retry would fail the same way, so none is offered.
+NO_LOCAL_MODEL = "local_model_missing"
 #: The ends after which the model can be asked for the rest (or the request sent again).
 _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: What to do about a spent quota, budget or credit (said instead of offering a Retry).
@@ -438,6 +443,9 @@ class StreamState:
     #: How a continued part starts from the part before it (`next_part()`, `_Carry`). A class
     #: default, as `retry`: only a continued part has one of its own.
     _carry: Optional[_Carry] = field(default=None, init=False, repr=False, compare=False)
+    #: This part is a new text after one that ends in a word (`next_part(joins=True)`): its first
+    #: text is joined with a space unless it starts with white space.
+    _joins: bool = field(default=False, init=False, repr=False, compare=False)
     #: `citations` is the part before's own list, until this part finds one (then it copies it).
     _shared_citations: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -544,7 +552,7 @@ class StreamState:
         """It ended short of a full answer: cut off, cancelled, failed, or stopped by the token
         limit. Continue asks for the rest (or, with no answer yet, sends the request again) — but not
         after a spent quota, budget or credit, which no second request gets past."""
-        if not self.done or (self.error is not None and self.error.spent):
+        if not self.done or (self.error is not None and (self.error.spent or self.error.code == NO_LOCAL_MODEL)):
             return False
         return self.status in _CONTINUABLE or (self.status == "complete" and self.finish == "length")
 
@@ -679,6 +687,8 @@ class StreamState:
                 if pieces and len(pieces[-1]) < SMALL_PIECE:  # token-sized: grow the last piece
                     pieces[-1] += text
                 else:
+                    if not pieces and self._joins and not text[0].isspace():  # the part's first text
+                        text = " " + text
                     pieces.append(text)
                 self._text_len += len(text)
                 if now is not None or self.status == "waiting":
@@ -835,11 +845,18 @@ class StreamState:
             self.status = "incomplete"
             self.incomplete_reason = reason
 
-    def next_part(self, text: Optional[str] = None, *, keep: Optional[int] = None) -> StreamState:
+    @property
+    def joins(self) -> bool:
+        """This part's first text is joined to the answer so far with a space (`next_part(joins=True)`)."""
+        return self._joins
+
+    def next_part(self, text: Optional[str] = None, *, keep: Optional[int] = None, joins: bool = False) -> StreamState:
         """The state of the next part of this answer (Continue): it starts with the whole answer
         so far — its text (or `text`, the answer as the next request carries it: a Messages
         prefill is trimmed; or its first `keep` characters, as a recording says it), reasoning
-        and citations — and everything else of its own.
+        and citations — and everything else of its own. `joins`: the next part is a new text,
+        not the rest of a word (the model was asked to go on, not handed a prefill), so it is
+        joined at a word boundary: a space between, unless either side has white space there.
 
         Each part keeps only its own text: the next one holds a link to this one and how much
         of its text it carries (`_Carry`), and shares its citations until it finds one of its
@@ -867,6 +884,9 @@ class StreamState:
             if mine is not None:
                 mine.text = None  # the next part holds the answer so far now
         following._carry = carry
+        if joins:
+            end = text if text is not None else self.text[max(0, cut - 1) : cut]
+            following._joins = bool(end) and not end[-1].isspace()
         cited = self.citations
         if cited.refused:  # a list that refused some is copied: the next part has refused none yet
             following.citations = Citations(cited, limit=cited.limit)

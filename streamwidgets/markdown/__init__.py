@@ -11,7 +11,7 @@ from ._highlight import CODE_CHUNK_CLASS, DARK_CONTEXTS, MARKDOWN_CLASS, PYGMENT
 from ._incremental import IncrementalMarkdown, Patch
 from ._math import MATH_CSS
 from ._parser import CITATION_CLASS, render_markdown
-from ._static import safe_markdown, static_html, static_markdown
+from ._static import fences_closed, safe_markdown, static_html, static_markdown
 from ._writing import conversation_markdown, quote_block
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "escape_html",
     "safe_url",
     "safe_markdown",
+    "fences_closed",
     "static_markdown",
     "static_html",
     "conversation_markdown",

@@ -19,7 +19,7 @@ from typing import Optional
 from ._escape import escape_html, is_safe_link
 from ._scan import closes_fence, code_span_end, opens_fence
 
-__all__ = ["safe_markdown", "static_markdown", "static_html"]
+__all__ = ["safe_markdown", "static_markdown", "static_html", "fences_closed"]
 
 #: What can start raw HTML in CommonMark (a tag, a closing tag, a comment, a declaration, a
 #: processing instruction) or an autolink: `<` and then one of these. Any other `<` is text.
@@ -82,6 +82,19 @@ def safe_markdown(text: str) -> str:
         # With no `>` from here on no tag can be completed: every `<` left is text.
         out.append(_escape_line(line) if start <= last_gt else _LINK.sub(_link, line))
     return _DEFINITION.sub(_definition, "".join(out))
+
+
+def fences_closed(markdown: str) -> str:
+    """`markdown` with a fence it leaves open closed at its end, so that it can be joined to
+    another document: the next one's first fence must not close this one's and turn its code
+    into markup. (Closing a fence only ever makes more of a document read as code.)"""
+    fence: Optional[str] = None
+    for line in markdown.splitlines():
+        if fence is None:
+            fence = opens_fence(line)
+        elif closes_fence(line, fence):
+            fence = None
+    return markdown if fence is None else f"{markdown.rstrip(chr(10))}\n{fence}"
 
 
 def _escape_line(line: str) -> str:

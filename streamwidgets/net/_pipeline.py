@@ -195,7 +195,7 @@ class Stream:
                     self._ended()
 
     def _next_part(self, source: Source, carried: Optional[str]) -> None:
-        self.state = self.state.next_part(carried)
+        self.state = self.state.next_part(carried, joins=source.joins())
         self.source = source
         for attach in self.on_part:
             attach(self.state)
@@ -277,7 +277,9 @@ async def pump(
     if target is None and run.record is not None:
         target = RecordTarget(run.record, adopt=part > 1)
     recorder = (
-        target.recorder(source.recording_meta(), part=part, carried=state.text_length, redactor=redactor)
+        target.recorder(
+            source.recording_meta(), part=part, carried=state.text_length, joins=state.joins, redactor=redactor
+        )
         if target is not None
         else None
     )

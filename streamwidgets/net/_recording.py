@@ -134,9 +134,15 @@ class RecordTarget:
                 self.published = (st.st_dev, st.st_ino)
 
     def recorder(
-        self, meta: Mapping[str, Any], *, part: int = 1, carried: int = 0, redactor: Optional[Redactor] = None
+        self,
+        meta: Mapping[str, Any],
+        *,
+        part: int = 1,
+        carried: int = 0,
+        joins: bool = False,
+        redactor: Optional[Redactor] = None,
     ) -> Recorder:
-        return Recorder(self, meta, part=part, carried=carried, redactor=redactor)
+        return Recorder(self, meta, part=part, carried=carried, joins=joins, redactor=redactor)
 
 
 class Recorder:
@@ -167,6 +173,7 @@ class Recorder:
         *,
         part: int = 1,
         carried: int = 0,
+        joins: bool = False,
         redactor: Optional[Redactor] = None,
     ) -> None:
         if not isinstance(target, RecordTarget):
@@ -187,6 +194,8 @@ class Recorder:
             if target.published is not None:
                 self._file = self._append()
                 line: dict[str, Any] = {"streamwidgets_part": part, "carried": carried}
+                if joins:
+                    line["joins"] = True
             else:
                 self._file = self._create()
                 line = {"streamwidgets_recording": 1, **meta}

@@ -138,6 +138,9 @@ class StreamRequest:
     #: far as that part starts from it (Messages trims the white space a prefill may not end in).
     part: int = 1
     carried: str = ""
+    #: The part is a new text the model was asked for (not the rest of a prefill): it is joined to
+    #: the answer so far at a word boundary (`StreamState.next_part(joins=True)`).
+    joins: bool = False
     #: Tries after the first when the provider turns the request away before any event (429,
     #: 503, 529) or it cannot connect; 0 disables (`_retry.py`). Never after the first byte.
     retries: int = DEFAULT_RETRIES
@@ -158,6 +161,14 @@ class StreamRequest:
                 "the embedded provider is not started yet: stream the request, or use request.resolved()"
             )
         return self.dialect.url(self.base_url, self.model)
+
+    @property
+    def server(self) -> Provider:
+        """The preset of the server that answers: the embedded demo or the local model when one
+        stands in for `provider`, else `provider` itself."""
+        if self.embedded is not None:
+            return get_provider("demo")
+        return get_provider("local") if self.local else self.provider
 
     @property
     def max_tokens(self) -> Optional[int]:
@@ -220,25 +231,32 @@ class StreamRequest:
         """The request for the step after a part that asked for tools: the conversation with
         that part's text and calls and their results, in the dialect's shape (`tool_turns`)."""
         turns = self.dialect.tool_turns(text, calls)
-        return replace(self, messages=[dict(m) for m in self.messages] + turns, part=self.part + 1, carried="")
+        messages = [dict(m) for m in self.messages] + turns
+        return replace(self, messages=messages, part=self.part + 1, carried="", joins=False)
 
     def continued(self, answer: str) -> StreamRequest:
         """The request for the next part of an answer that stopped at `answer` (Continue).
 
-        The dialect says how (`Dialect.continuation`): Messages sends the partial answer as an
-        assistant prefill, which the model continues; Chat and Responses send it as an assistant
-        turn with a short instruction. Continuing a continuation replaces the turns the previous
-        one added rather than stacking them. With no partial answer, the same request is sent again.
+        The dialect says how (`Dialect.continuation`): where the server continues a final
+        assistant turn (Messages everywhere; Chat and Responses on llama.cpp's server and the
+        embedded demo: the preset's `prefill`), the partial answer is that turn, a prefill the
+        model continues; elsewhere it is an assistant turn followed by a short instruction, and
+        the next part is joined at a word boundary. Continuing a continuation replaces the turns
+        the previous one added rather than stacking them. With no partial answer, the same
+        request is sent again.
         """
         if not answer:
             return replace(self, part=self.part + 1)
         dialect = self.dialect
+        prefill = dialect.name in self.server.prefill
         base = self.messages
-        added = len(dialect.continuation("x")[1])
+        added = len(dialect.continuation("x", prefill)[1])
         if self.part > 1 and self.carried:
             base = base[:-added]
-        carried, turns = dialect.continuation(answer)
-        return replace(self, messages=[dict(m) for m in base] + turns, part=self.part + 1, carried=carried)
+        carried, turns = dialect.continuation(answer, prefill)
+        joins = turns[-1].get("role") != "assistant"  # asked to go on, not handed a prefill
+        messages = [dict(m) for m in base] + turns
+        return replace(self, messages=messages, part=self.part + 1, carried=carried, joins=joins)
 
     @property
     def redactor(self) -> Redactor:

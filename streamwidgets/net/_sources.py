@@ -150,7 +150,7 @@ class Source:
     follows = False
     #: Why a stream ended that simply ran out of items (None: the state's own words).
     ended: Optional[str] = None
-    #: A warning for sinks that show no badge: the embedded provider stands in for this one.
+    #: A warning for sinks that show no badge: who answers (a stand-in for this one, the local model).
     stand_in: Optional[str] = None
 
     def labels(self) -> Labels:
@@ -197,6 +197,10 @@ class Source:
         """The answer so far as this source's part starts from it (None: all of `state.text`)."""
         return None
 
+    def joins(self) -> bool:
+        """This source's part is a new text joined to the answer so far at a word boundary."""
+        return False
+
     def bounded(self, limits: Optional[Limits] = None, **options: Any) -> Source:
         """This source within `limits` (default: its own), with the limits named in `options`
         changed (`deadline=`, `max_answer_chars=`, ...: the fields of `Limits`)."""
@@ -230,7 +234,10 @@ class Live(Source):
 
     @property
     def stand_in(self) -> Optional[str]:  # type: ignore[override]
-        return self.request.offline_note
+        """Who answers, for sinks that show no badge: a stand-in, or the local model asked for by
+        name (a 135M model's note says its answers are often wrong)."""
+        request = self.request
+        return request.offline_note or (local_note(request) if request.weights is not None else None)
 
     def labels(self) -> Labels:
         request = self.request
@@ -241,7 +248,11 @@ class Live(Source):
             max_tokens=request.max_tokens,
             citation_markers=request.provider.citation_markers,
             note=request.offline_note or local_note(request),
-            badge="local model" if request.local else "scripted demo" if request.embedded is not None else None,
+            badge="local model"
+            if request.weights is not None
+            else "scripted demo"
+            if request.embedded is not None
+            else None,
         )
         why = self.in_process()
         if why is None:
@@ -300,7 +311,9 @@ class Live(Source):
                 request, model = await request.started()  # the user's local model server, found or started
             except (ImportError, RuntimeError) as exc:  # the extra is missing, or the model did not start
                 words = formatting.one_line(str(exc)).rstrip(".")
-                yield [ErrorEvent(f"{words[:1].upper()}{words[1:]}.", "local_model_unavailable")]
+                # no Retry for a model that cannot run here (`StreamState.can_continue`)
+                code = "local_model_missing" if isinstance(exc, ImportError) else "local_model_unavailable"
+                yield [ErrorEvent(f"{words[:1].upper()}{words[1:]}.", code)]
                 return
             if (request.tools or "tools" in request.params) and not model.supports_tools:
                 yield [Problem(formatting.local_no_tools(model.weights.title))]
@@ -324,6 +337,9 @@ class Live(Source):
 
     def carried(self, state: StreamState) -> Optional[str]:
         return self.request.carried if self.request.part > 1 and self.request.carried else None
+
+    def joins(self) -> bool:
+        return self.request.part > 1 and self.request.joins
 
     def _with_limits(self, limits: Limits) -> Live:
         return Live(replace(self.request, limits=limits))
@@ -381,6 +397,9 @@ class Replay(Source):
     def then(self, state: StreamState) -> Optional[Replay]:
         following = self.recording.following if self.recording is not None else None
         return replace(self, recording=following) if following is not None else None
+
+    def joins(self) -> bool:
+        return self.recording is not None and self.recording.joins
 
     def carried(self, state: StreamState) -> Optional[str]:
         n = self.recording.carried if self.recording is not None else None
@@ -519,8 +538,11 @@ def local_note(request: StreamRequest) -> Optional[str]:
     """The note of an answer that the local model gives when asked for by name."""
     if not request.local:
         return None
-    if request.weights is None:
-        return "The local model: no model file was found on this machine."
+    if request.weights is None:  # nothing can answer: say why (no badge says a model does)
+        from ..server.local import NO_WEIGHTS_MESSAGE, local_model_missing
+
+        why = local_model_missing() or NO_WEIGHTS_MESSAGE
+        return f"No local model answers here: {why}."
     return formatting.local_note(request.weights.describe(), small=not request.weights.class_quality)
 
 

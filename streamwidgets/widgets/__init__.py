@@ -12,10 +12,11 @@ from ._cells import deliver, under_runner
 from ._cells import watch as watch_cells
 from ._chat import ChatPanel
 from ._defaults import set_defaults
-from ._fallback import WIDGET_MIMETYPE, final_bundle, keeps_widget, placeholder_bundle
+from ._fallback import WIDGET_MIMETYPE, placeholder_text
 from ._handle import StreamHandle, cancel_all, frame_pause
 from ._marimo import MarimoView, marimo_view_for
 from ._marimo_cells import cancel_with_cell, in_marimo
+from ._output import SavedOutput, saves_as, watch_boxes
 from ._scheduler import FrameScheduler, scheduler_for
 from ._sheet import stylesheet_widget
 from ._sync import Parts, set_traits
@@ -40,9 +41,10 @@ __all__ = [
     "under_runner",
     "deliver",
     "WIDGET_MIMETYPE",
-    "final_bundle",
-    "placeholder_bundle",
-    "keeps_widget",
+    "placeholder_text",
+    "SavedOutput",
+    "saves_as",
+    "watch_boxes",
     "Parts",
     "set_traits",
     "stylesheet_widget",

@@ -9,16 +9,15 @@ each answer — complete, cut off or cancelled — is what the model is told it 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any, Optional
 
 import ipywidgets as w
 
-from ..markdown import conversation_markdown, escape_html, render_markdown, safe_markdown
+from ..markdown import conversation_markdown, escape_html, safe_markdown
 from ..net import Chat, Live
-from ._fallback import WIDGET_MIMETYPE
 from ._handle import StreamHandle
 from ._marimo_cells import in_marimo
+from ._output import SavedOutput, saves_as
 from ._scheduler import scheduler_for
 from ._sheet import stylesheet_widget
 from ._sync import Parts, set_traits
@@ -60,7 +59,8 @@ class ChatPanel:
         self.widget = parts.box(w.VBox, [stylesheet_widget(), self.transcript, row], "sw-chat")
         self.handles: list[StreamHandle] = []
         self._answer_slot: dict[StreamHandle, int] = {}
-        self._display_id: Optional[str] = None
+        #: The output that shows the panel: a saved notebook keeps each question and its answer's view.
+        self.output: Optional[SavedOutput] = None
         self.input.observe(self._on_enter, "value")
         self.send_button.on_click(lambda _button: self._submit(self.input.value))
 
@@ -86,11 +86,14 @@ class ChatPanel:
                 previous.view.refresh(final=True)
         source = Live(self.chat.request(text))
         user = self._parts.html("sw-chat-user", value=escape_html(text))
+        saves_as(user, lambda: _question_forms(text))
         view = view_for(source, max_fps=self._max_fps, style=False)
         self.transcript.children = (*self.transcript.children, user, view.widget)
         handle = StreamHandle(source, view=view, scheduler=scheduler_for(asyncio.get_running_loop()))
         view.on_continue(lambda: self._continue(handle))
         handle.add_done_callback(self._answered)
+        if self.output is not None:
+            self.output.follow(handle)
         self.handles.append(handle)
         set_traits(self.send_button, disabled=True)
         return handle
@@ -135,45 +138,24 @@ class ChatPanel:
             self.chat.messages.append({"role": "assistant", "content": text})
             self._answer_slot[handle] = len(self.chat.messages) - 1
         set_traits(self.send_button, disabled=False)
-        self._publish_transcript()
 
     # ------------------------------------------------------------------ display
 
-    def _bundle(self) -> dict[str, Any]:
-        bundle: dict[str, Any] = {WIDGET_MIMETYPE: self.widget._repr_mimebundle_()[WIDGET_MIMETYPE]}
-        turns = [m for m in self.chat.messages if m.get("role") in ("user", "assistant")]
-        if not turns:
-            bundle["text/plain"] = "[chat panel; it needs a running kernel]"
-            return bundle
-        lines, blocks = [], []
-        for message in turns:
-            content = str(message.get("content", ""))
-            if message["role"] == "user":
-                lines.append(f"**You:** {content}")
-                blocks.append(f"<p><strong>You:</strong> {escape_html(content)}</p>")
-            else:
-                lines.append(content)
-                blocks.append(render_markdown(content))
-        # made inert as a view's saved answer is (a renderer may pass raw HTML through), as one
-        # document: a fence one turn leaves open would change what the next one's fences hold
-        bundle["text/markdown"] = safe_markdown("\n\n---\n\n".join(lines))
-        bundle["text/html"] = f'<div class="sw-static">{"<hr>".join(blocks)}</div>'
-        bundle["text/plain"] = "\n\n".join(
-            f"{'You' if m['role'] == 'user' else 'Answer'}: {m.get('content', '')}" for m in turns
-        )
-        return bundle
-
-    def _publish_transcript(self) -> None:
-        if self._display_id is not None:
-            from IPython.display import update_display
-
-            update_display(self._bundle(), raw=True, display_id=self._display_id)
-
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython import get_ipython
 
-        self._display_id = uuid.uuid4().hex
-        display(self._bundle(), raw=True, display_id=self._display_id)
+        if self.output is None:
+            self.output = SavedOutput(self.widget, get_ipython(), waiting="[chat panel; it needs a running kernel]")
+        self.output.display()
 
     def __repr__(self) -> str:
         return f"<ChatPanel {len(self.handles)} answers{' (streaming)' if self.busy else ''}>"
+
+
+def _question_forms(text: str) -> dict[str, str]:
+    """A question of the chat as a saved notebook keeps it, above its answer."""
+    return {
+        "text/plain": f"You: {text}",
+        "text/markdown": f"**You:** {safe_markdown(text)}",
+        "text/html": f'<p class="sw-static-question"><strong>You:</strong> {escape_html(text)}</p>',
+    }

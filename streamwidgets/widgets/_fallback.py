@@ -32,7 +32,7 @@ from ._cells import under_runner
 if TYPE_CHECKING:
     from ._view import StreamView
 
-__all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "final_bundle", "status_line", "keeps_widget"]
+__all__ = ["WIDGET_MIMETYPE", "placeholder_bundle", "placeholder_text", "final_bundle", "status_line", "keeps_widget"]
 
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 _PLAIN_LIMIT = 2000
@@ -66,8 +66,12 @@ def ending(state: StreamState, note: Optional[str] = None) -> str:
 
 def placeholder_bundle(widget: Any, model: Optional[str]) -> dict[str, Any]:
     """While streaming: the widget, and a text line for places that cannot show it."""
+    return {**_widget_part(widget), "text/plain": placeholder_text(model)}
+
+
+def placeholder_text(model: Optional[str]) -> str:
     who = f" from {model}" if model else ""
-    return {**_widget_part(widget), "text/plain": f"[streaming an answer{who}; the live view needs a running kernel]"}
+    return f"[streaming an answer{who}; the live view needs a running kernel]"
 
 
 def keeps_widget(shell: Any) -> bool:

@@ -23,7 +23,7 @@ from ..net import PAUSE, UNWATCHED_PAUSE, Live, Notify, RunOptions, Source, Stre
 from ._cells import cell_id as current_cell_id
 from ._cells import number as cell_number
 from ._marimo import MarimoView
-from ._running import cancel_all, running, track, untrack
+from ._running import cancel_all, follows, running, track, untrack
 from ._scheduler import FrameScheduler
 from ._view import StreamView
 
@@ -97,7 +97,9 @@ class StreamHandle:
         self.started_in = 0
         #: The frontend's id of the cell that started it: running that cell again cancels it.
         self.cell_id: Optional[str] = None
-        self._save: Optional[Callable[[StreamHandle, Optional[str]], None]] = None
+        self._saves: list[Callable[[StreamHandle, Optional[str]], None]] = []
+        #: Why the answer saved so far is not the whole one (a runner's note), until the next part.
+        self.partial_note: Optional[str] = None
         if view is not None:
             view.attach(stream.state)
             stream.on_part.append(view.attach)
@@ -105,6 +107,7 @@ class StreamHandle:
             view.on_cancel(self.cancel)
             if isinstance(source, Live):
                 view.on_continue(self.continue_answer)
+            follows(self)  # an output showing the view's widget, alone or in a box, finds the handle
         self._start()
 
     # ------------------------------------------------------------------ reading
@@ -183,16 +186,19 @@ class StreamHandle:
         self._done_callbacks.append(callback)
 
     def save_with(self, save: Callable[[StreamHandle, Optional[str]], None]) -> None:
-        """`save(handle, None)` puts the answer in the output that shows it when a part ends;
-        `save_partial(note)` calls `save(handle, note)` with the answer so far."""
-        self._save = save
+        """`save(handle, None)` puts the answer in an output that shows it when a part ends;
+        `save_partial(note)` calls `save(handle, note)` with the answer so far (one `save` per
+        output that shows it: `widgets/_output.py`)."""
+        self._saves.append(save)
         self.add_done_callback(lambda handle: save(handle, None))
 
     def save_partial(self, note: str) -> None:
-        """Save the answer so far in its output, saying in `note` why it is not the whole one
-        (a notebook runner ended while it still streamed)."""
-        if self._save is not None and not self.done:
-            self._save(self, note)
+        """Save the answer so far in the outputs that show it, saying in `note` why it is not the
+        whole one (a notebook runner ended while it still streamed)."""
+        if not self.done:
+            self.partial_note = note
+            for save in self._saves:
+                save(self, note)
 
     def __await__(self) -> Generator[Any, None, StreamState]:
         return self._wait().__await__()
@@ -210,6 +216,7 @@ class StreamHandle:
     def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self._loop = loop
+        self.partial_note = None
         self.started_in = cell_number()
         if self.cell_id is None:  # a Continue keeps the cell the answer was asked in
             self.cell_id = current_cell_id()

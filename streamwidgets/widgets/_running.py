@@ -11,7 +11,7 @@ import asyncio
 import weakref
 from typing import Any, Protocol
 
-__all__ = ["Running", "running", "track", "untrack", "cancel_all"]
+__all__ = ["Running", "running", "track", "untrack", "cancel_all", "follows", "shown_by"]
 
 
 class Running(Protocol):
@@ -44,3 +44,21 @@ def running() -> list[Any]:
 def cancel_all() -> int:
     """Cancel every running stream (the kernel's interrupt button does not); return how many."""
     return sum(handle.cancel() for handle in running())
+
+
+#: The handle whose view a widget is, by the widget's id (a handle registers its view as it is
+#: made): how an output that shows a widget, alone or in a box, finds the answer in it.
+_SHOWN: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def follows(handle: Any) -> None:
+    """Register a handle with its view, so that an output showing the view's widget finds it."""
+    view = handle.view
+    if view is not None:
+        _SHOWN[id(view.widget)] = handle
+
+
+def shown_by(widget: Any) -> Any:
+    """The handle whose view `widget` is, or None."""
+    handle = _SHOWN.get(id(widget))
+    return handle if handle is not None and handle.view is not None and handle.view.widget is widget else None

@@ -465,8 +465,9 @@ def test_serve_refuses_to_let_in_null_or_a_wildcard_in_one_line(origin):
         (("demo", "--ofline"), "streamwidgets demo: unrecognized arguments: --ofline (did you mean --offline?)"),
         (("ask", "hi", "--temperature=0.2"), "--temperature (a request body field is passed as -p temperature=VALUE)"),
         (("ask", "hi", "--api-key", "sk-secret-123"), "--api-key (there is no option for the key"),
+        (("ask", "--temprature", "0.5", "hi"), "--temprature (a request body field is passed as -p temperature=VALUE)"),
     ],
-    ids=["model", "offline", "body-field", "key"],
+    ids=["model", "offline", "body-field", "key", "misspelt-body-field"],
 )
 def test_a_mistyped_option_names_the_closest_in_one_line(args, says):
     run = cli(*args)

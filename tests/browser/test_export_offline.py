@@ -10,7 +10,9 @@ or not the manager loads.
 
 Here the notebook is executed with nbclient (one answer from the embedded provider reached live
 with a key, the others from the offline demo), exported by nbconvert's command line, and opened
-from `file://` in Chromium with every other request refused.
+from `file://` in Chromium with every other request refused. So are the shipped notebooks whose
+answers sit in boxes the caller placed them in (05: an `HBox` and a `GridBox`), in comparisons
+(08, 09: with the table's final figures) and in the chat app (`widgets/_output.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import NOTEBOOKS, offline_env
 from kernels import SENTINEL, WIDGET_MIMETYPE, kernel_env, kernel_manager
 from notebook_driver import ARTIFACTS
 from widget_harness import markup_problems
@@ -176,3 +179,91 @@ def test_the_exported_page_shows_every_answer_offline(exported: tuple[Any, Path]
         page.screenshot(path=str(ARTIFACTS / "export-offline.png"), full_page=True)
     finally:
         page.close()
+
+
+#: The shipped notebooks whose answers are placed, compared or chatted, with the cells a class
+#: would add to the chat app, and how many answers (`.sw-static`) and tables each page shows.
+SHIPPED = {
+    "05_side_by_side": ([], 8, 0),
+    "08_classroom": ([], 7, 1),
+    "09_inside_the_model": ([], 7, 2),
+    "chat_app": (["chat = panel.send('How does binary search work?')", "await chat\nprint(chat.state.status)"], 1, 0),
+}
+
+
+def execute_and_export(name: str, extra: list[str], home: Path) -> Path:
+    """`notebooks/<name>.ipynb` (plus `extra` cells) run by nbclient offline, and exported by
+    nbconvert's command line to HTML."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(NOTEBOOKS / f"{name}.ipynb"), as_version=4)
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in extra]
+    env = {**offline_env(), **kernel_env(home), "STREAMWIDGETS_OFFLINE": "demo"}
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in __import__("os").environ if k.endswith("_API_KEY") or k == "SW_PROVIDER"]:
+            patch.delenv(key)
+        for key, value in env.items():
+            patch.setenv(key, value)
+        NotebookClient(nb, km=kernel_manager(home), timeout=240, resources={"metadata": {"path": str(home)}}).execute()
+    notebook = home / f"{name}.ipynb"
+    nbformat.write(nb, str(notebook))
+    command = [sys.executable, "-m", "nbconvert", "--to", "html", notebook.name]
+    done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return home / f"{name}.html"
+
+
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_a_shipped_notebook_keeps_every_view_placed_compared_or_chatted_offline(
+    name: str, browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    extra, answers, tables = SHIPPED[name]
+    html = execute_and_export(name, extra, tmp_path_factory.mktemp(name))
+    source = html.read_text()
+    assert f'<script type="{WIDGET_MIMETYPE}">' not in source  # nothing left for a widget manager to draw
+
+    page = browser.new_page()
+    refused: list[str] = []
+
+    def offline(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    try:
+        page.route("**/*", offline)
+        page.goto(html.as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)
+        shown = page.locator(".jp-OutputArea-output .sw-static:not(.sw-log-report)")  # the class log is no answer
+        assert shown.count() == answers
+        for i in range(answers):
+            answer = shown.nth(i)
+            assert answer.is_visible()
+            text = answer.inner_text()
+            assert " · " in text and "answering" not in text and "waiting" not in text, text  # a final status line
+            assert "Still streaming" not in text
+            assert len(text.split()) > 8, text  # an answer, not only its status
+        table = page.locator(".jp-OutputArea-output table.sw-compare-table")
+        assert table.count() == tables
+        for i in range(tables):
+            figures = table.nth(i).inner_text()
+            assert table.nth(i).is_visible() and "waiting" not in figures and "answering" not in figures, figures
+            assert figures.count("done") == 3, figures
+        if name == "05_side_by_side":  # the row and the grid the notebook placed its views in
+            boxes = page.locator(".jp-OutputArea-output .sw-static-box")
+            assert boxes.count() == 2
+            assert boxes.nth(0).locator(".sw-static").count() == 3 and boxes.nth(1).locator(".sw-static").count() == 5
+            first, second = (boxes.nth(0).locator(".sw-static").nth(i).bounding_box() for i in range(2))
+            assert first is not None and second is not None and second["x"] > first["x"]  # side by side
+        if name == "chat_app":
+            question = page.locator(".jp-OutputArea-output .sw-static-question")
+            assert question.is_visible() and "How does binary search work?" in question.inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"export-offline-{name}.png"), full_page=True)
+    finally:
+        page.close()
+    assert refused and all(not url.startswith("file://") for url in refused)

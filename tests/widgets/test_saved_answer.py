@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ipywidgets as w
 import pytest
 from markdown_it import MarkdownIt
 from widget_harness import markup_problems
@@ -26,8 +27,11 @@ from streamwidgets.core._events import (
 )
 from streamwidgets.core._state import StreamState
 from streamwidgets.core._tools import ToolResult
-from streamwidgets.widgets import ChatPanel, StreamView
+from streamwidgets.markdown import fences_closed
+from streamwidgets.widgets import StreamView
+from streamwidgets.widgets._chat import _question_forms
 from streamwidgets.widgets._fallback import WIDGET_MIMETYPE, final_bundle, keeps_widget
+from streamwidgets.widgets._output import saves_as, tree_forms
 
 
 def finished(*events: Any) -> StreamView:
@@ -143,18 +147,23 @@ def test_a_tool_call_cannot_open_a_fence_that_lets_the_answers_html_out_of_the_s
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
-def test_a_chat_panels_saved_markdown_holds_no_raw_html_from_the_model(payload: str):
-    """The chat panel's saved transcript: every turn made inert as one document, so that a fence
-    one answer leaves open cannot turn the next turn's code into HTML."""
-    panel = ChatPanel(provider="demo", model="demo")
-    panel.messages.extend(
-        [
-            {"role": "user", "content": "Show me"},
-            {"role": "assistant", "content": f"{payload}\n\n```"},
-            {"role": "user", "content": f"<b>again</b> {payload}"},
-            {"role": "assistant", "content": f"```\n{payload}\n```\n{payload}"},
-        ]
-    )
-    markdown = panel._bundle()["text/markdown"]
-    assert markdown.startswith("**You:** Show me") and markdown.count("---") >= 3
+@pytest.mark.parametrize("box", [w.VBox, w.HBox, w.Tab])
+def test_answers_saved_together_hold_no_raw_html_from_the_model(payload: str, box: Any):
+    """Answers saved together (a chat's transcript, views in a box, a comparison): a fence one
+    answer leaves open cannot pair with the next answer's first fence and turn its code into HTML."""
+    question = w.HTML()
+    saves_as(question, lambda: _question_forms(f"<b>again</b> {payload}"))
+    first = finished(TextDelta(f"{payload}\n\n```\n"), Finish("stop"), Terminator())
+    second = finished(TextDelta(f"```\n{payload}\n```\n{payload}"), Finish("stop"), Terminator())
+    for view in (first, second):
+        saves_as(view.widget, lambda view=view: final_bundle(view, "m", widget=False))
+    markdown = tree_forms(box([first.widget, question, second.widget]))["text/markdown"]
+    assert markdown.count("*m · done") == 2 and "**You:**" in markdown
     assert markup_problems(as_a_lax_renderer_reads_it(markdown)) == []
+
+
+def test_a_fence_left_open_is_closed_where_documents_are_joined():
+    assert fences_closed("a\n```py\nx = 1\n") == "a\n```py\nx = 1\n```"
+    assert fences_closed("~~~~\ncode") == "~~~~\ncode\n~~~~"
+    assert fences_closed("```\nx\n```\n") == "```\nx\n```\n"  # closed already: as it was
+    assert fences_closed("no fence") == "no fence"

@@ -31,7 +31,7 @@ from .._providers import BEARER, Auth
 from .._sse import ServerSentEvent
 from ._common import ThinkSplitter, citations_from, count, number, parse_object, source, string, sub
 from ._logprobs import LogprobReader, logprob_params
-from ._request import CallResult, Messages, ToolSpecs, ask_to_continue, fields, rename_token_limit
+from ._request import CallResult, Messages, ToolSpecs, ask_to_continue, assistant_turn, fields, rename_token_limit
 
 __all__ = ["ChatDialect", "chat_usage"]
 
@@ -98,8 +98,8 @@ class ChatDialect:
         return body
 
     @staticmethod
-    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
-        return ask_to_continue(partial)
+    def continuation(partial: str, prefill: bool) -> tuple[str, list[dict[str, Any]]]:
+        return ask_to_continue(partial, prefill, assistant_turn)
 
     @staticmethod
     def tools_field(tools: ToolSpecs) -> list[dict[str, Any]]:

@@ -34,7 +34,16 @@ from .._providers import Auth
 from .._sse import ServerSentEvent
 from ._common import count, parse_object, source, string, sub
 from ._logprobs import LogprobReader, logprob_params
-from ._request import CallResult, Messages, ToolSpecs, arguments_object, ask_to_continue, fields, rename_token_limit
+from ._request import (
+    CallResult,
+    Messages,
+    ToolSpecs,
+    arguments_object,
+    ask_to_continue,
+    assistant_turn,
+    fields,
+    rename_token_limit,
+)
 
 __all__ = ["GeminiDialect", "gemini_usage"]
 
@@ -155,8 +164,8 @@ class GeminiDialect:
         return body
 
     @staticmethod
-    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
-        return ask_to_continue(partial)
+    def continuation(partial: str, prefill: bool) -> tuple[str, list[dict[str, Any]]]:
+        return ask_to_continue(partial, prefill, assistant_turn)
 
     @staticmethod
     def tools_field(tools: ToolSpecs) -> list[dict[str, Any]]:

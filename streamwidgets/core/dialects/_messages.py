@@ -110,9 +110,10 @@ class MessagesDialect:
         return body
 
     @staticmethod
-    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
-        """The partial answer becomes an assistant prefill, which the model continues. A prefill
-        may not end in white space (the model adds it back), so the next part starts trimmed."""
+    def continuation(partial: str, prefill: bool) -> tuple[str, list[dict[str, Any]]]:
+        """The partial answer becomes an assistant prefill, which the model continues (every
+        Messages server does: `prefill` is always so). A prefill may not end in white space (the
+        model adds it back), so the next part starts trimmed."""
         partial = partial.rstrip()
         return partial, [{"role": "assistant", "content": partial}]
 

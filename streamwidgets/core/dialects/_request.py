@@ -7,7 +7,7 @@ reader (`ChatDialect.build_body`, ...); these helpers keep the three writers sma
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     "rename_token_limit",
     "split_system",
     "ask_to_continue",
+    "assistant_turn",
     "CallResult",
     "ToolSpecs",
     "arguments_object",
@@ -64,11 +65,26 @@ TOKEN_LIMIT_NAMES = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 ASK_TO_CONTINUE = "Continue exactly where you stopped, without repeating anything."
 
 
-def ask_to_continue(partial: str) -> tuple[str, list[dict[str, Any]]]:
-    """The continuation of Chat and Responses (Messages prefills instead): (the text the next
-    part starts from, the turns that ask for the rest) — the partial answer as an assistant turn,
-    then a short instruction."""
-    return partial, [{"role": "assistant", "content": partial}, {"role": "user", "content": ASK_TO_CONTINUE}]
+def ask_to_continue(
+    partial: str, prefill: bool, turn: Callable[[str], dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """The continuation of Chat, Responses and Gemini: (the text the next part starts from, the
+    turns that ask for the rest), `turn(text)` being the dialect's assistant turn.
+
+    Where the server continues a final assistant turn (`prefill`: llama.cpp's server, the
+    embedded demo), the partial answer is that turn, trimmed of trailing white space as a
+    Messages prefill is (the model puts it back: sent, it came back doubled). Elsewhere the model
+    answers a final assistant turn anew, so a short user instruction asks it to carry on (its
+    next part is a new text: `StreamState.next_part(joins=True)`)."""
+    if prefill:
+        partial = partial.rstrip()
+        return partial, [turn(partial)]
+    return partial, [turn(partial), {"role": "user", "content": ASK_TO_CONTINUE}]
+
+
+def assistant_turn(text: str) -> dict[str, Any]:
+    """An assistant turn of text, as Chat Completions (and Messages) spell it."""
+    return {"role": "assistant", "content": text}
 
 
 def rename_token_limit(params: Mapping[str, Any], name: str, *, keep: Sequence[str] = ()) -> dict[str, Any]:

