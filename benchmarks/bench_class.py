@@ -34,6 +34,15 @@ gateway's) utime+stime over the class.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local    # 3, 6 and 10 students, 3 repetitions
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local --sizes 30 --runs 1 --no-gateway
+
+`--kinds gateway,two`: a class past one server. `two` is two servers of N/2 slots each behind the
+gateway, which routes one model name to both (`_class_hub.gateway_config`'s router settings); the
+last column says how many answers each server gave (from its own /metrics). Two servers stand for
+two machines, but on one machine they share its cores: each gets half the threads one server has,
+so both arrangements run on the same processor, and what the figures show is the cost of routing,
+not the gain of a second machine.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local --sizes 30,60 --runs 1 --tokens 64 --kinds gateway,two
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ the server that is left.
 
 It needs both LiteLLM (`scripts/_setup.sh` `setup_litellm`) and the local model
 (`setup_local_model`): either missing is a failure, never a skip. Marked `gateway` and `local`;
-`scripts/test` runs it once, in its gateway step.
+`scripts/test` runs it once, in its gateway step. The config the docs show is checked against the
+one the test runs, in the fast suite.
 """
 
 from __future__ import annotations
@@ -37,9 +38,7 @@ import streamwidgets as sw
 from streamwidgets import StreamState
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _class_hub import Deployment, Gateway, MissingPart
-
-pytestmark = [pytest.mark.gateway, pytest.mark.local]
+from _class_hub import Deployment, Gateway, MissingPart, gateway_config
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -81,6 +80,19 @@ def _private_key_file(folder: Path, name: str) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(secrets.token_urlsafe(32) + "\n")
     return path
+
+
+def test_the_gateway_config_in_the_docs_is_the_one_the_test_runs():
+    """docs/classroom.md shows `gateway_config`'s output for two servers, byte for byte."""
+    docs = (REPO / "docs" / "classroom.md").read_text()
+    shown = docs.split("# config.yaml for two GPU servers, as benchmarks/_class_hub.py gateway_config writes it\n", 1)[1]
+    shown = shown.split("```", 1)[0]
+    machines = [
+        Deployment(f"http://gpu-{i}.class.internal:8000/v1", f"os.environ/MODEL_KEY_{i}",
+                   "openai/Qwen/Qwen2.5-7B-Instruct", f"gpu-{i}")
+        for i in (1, 2)
+    ]  # fmt: skip
+    assert shown == gateway_config("class-model", machines, "os.environ/LITELLM_MASTER_KEY")
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +153,8 @@ async def ask(gateway: Gateway, student: int, question: str, tokens: int) -> Str
     )
 
 
+@pytest.mark.gateway
+@pytest.mark.local
 def test_answers_spread_over_two_servers_and_a_dead_one_ends_its_answers_in_plain_words(room):
     machines, gateway = room
     before = [m.counters()["tokens_predicted_total"] for m in machines]
