@@ -85,8 +85,8 @@ def _private_key_file(folder: Path, name: str) -> Path:
 def test_the_gateway_config_in_the_docs_is_the_one_the_test_runs():
     """docs/classroom.md shows `gateway_config`'s output for two servers, byte for byte."""
     docs = (REPO / "docs" / "classroom.md").read_text()
-    shown = docs.split("# config.yaml for two GPU servers, as benchmarks/_class_hub.py gateway_config writes it\n", 1)[1]
-    shown = shown.split("```", 1)[0]
+    heading = "# config.yaml for two GPU servers, as benchmarks/_class_hub.py gateway_config writes it\n"
+    shown = docs.split(heading, 1)[1].split("```", 1)[0]
     machines = [
         Deployment(f"http://gpu-{i}.class.internal:8000/v1", f"os.environ/MODEL_KEY_{i}",
                    "openai/Qwen/Qwen2.5-7B-Instruct", f"gpu-{i}")
@@ -196,8 +196,7 @@ def test_answers_spread_over_two_servers_and_a_dead_one_ends_its_answers_in_plai
             await asyncio.sleep(0.1)
         in_flight = [m.counters()["requests_processing"] for m in machines]
         victim = max(range(2), key=lambda i: in_flight[i])
-        machines[victim].process.send_signal(signal.SIGKILL)  # serve-local itself...
-        os.killpg(machines[victim].process.pid, signal.SIGKILL)  # ...and its model process
+        os.killpg(machines[victim].process.pid, signal.SIGKILL)  # serve-local and its model process
         killed = time.monotonic()
         states = await asyncio.wait_for(asyncio.gather(*tasks), 180)
         print(f"in flight when killed: {in_flight}; answers ended {time.monotonic() - killed:.1f} s after")
