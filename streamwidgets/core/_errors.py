@@ -75,9 +75,9 @@ _SPENT_WORDS = re.compile(r"budget|insufficient (?:balance|credit|funds)|billing
 _GATEWAY_WORDS = (
     (
         re.compile(r"^litellm\.APIConnectionError\b"),
-        "The class gateway (LiteLLM) lost the model server that was answering: that server stopped or cannot "
-        "be reached. Ask again: the gateway sends new questions to a server that answers (if this keeps "
-        "happening, tell whoever runs the gateway)",
+        "The class gateway (LiteLLM) lost its connection to the model server behind it (the server stopped or "
+        "cannot be reached). Ask again: the gateway sends new questions to a server that answers (if this "
+        "keeps happening, tell whoever runs the gateway)",
     ),
 )
 

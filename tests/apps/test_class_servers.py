@@ -210,8 +210,8 @@ def test_answers_spread_over_two_servers_and_a_dead_one_ends_its_answers_in_plai
     for s in broken:
         assert s.text  # the partial answer is kept...
         assert s.message.startswith(  # ...and the student reads what happened and what to do
-            "The provider reported an error: The class gateway (LiteLLM) lost the model server that was "
-            "answering: that server stopped or cannot be reached. Ask again"
+            "The provider reported an error: The class gateway (LiteLLM) lost its connection to the model "
+            "server behind it (the server stopped or cannot be reached). Ask again"
         ), s.message
         assert s.message.endswith("is kept.") and "Exception" not in s.message and gateway.keys[0] not in s.message
     assert all(s.status == "complete" and s.completion_tokens[0] == LONG for s in states if s.status != "error")

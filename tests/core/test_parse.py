@@ -237,7 +237,7 @@ def test_a_gateway_that_lost_its_model_server_mid_answer_says_so_in_plain_words(
     state = sw.parse(GOOD + b"data: " + json.dumps(lost).encode() + b"\n\n")
     assert state.status == "error" and state.text == "Hello world"
     assert state.message.startswith(
-        "The provider reported an error: The class gateway (LiteLLM) lost the model server that was answering: "
-        "that server stopped or cannot be reached. Ask again"
+        "The provider reported an error: The class gateway (LiteLLM) lost its connection to the model server "
+        "behind it (the server stopped or cannot be reached). Ask again"
     )
     assert "TransferEncodingError" not in state.message and state.message.endswith("is kept.")
