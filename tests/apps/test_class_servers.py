@@ -167,7 +167,7 @@ def test_answers_spread_over_two_servers_and_a_dead_one_ends_its_answers_in_plai
     assert all(s.status == "complete" and s.text for s in states), [s.message for s in states]
     answers = [(m.counters()["tokens_predicted_total"] - b) / SHORT for m, b in zip(machines, before, strict=True)]
     print(f"answers per server: {answers}")
-    assert sum(answers) == 8 and min(answers) >= 2, answers
+    assert sum(answers) == 8 and min(answers) >= 1, answers
 
     # A key that is not the class's is refused by the gateway, not passed to a server.
     refused = asyncio.run(
