@@ -9,6 +9,10 @@ server `LITELLM_BASE_URL` and the student's own `LITELLM_API_KEY`, as docs/class
 hub does. Each student's notebook is run the way JupyterLab runs it: a session through the
 single-user server's REST API, then `execute_request`s over the kernel websocket, through the proxy.
 
+The gateway's `config.yaml` is written by `gateway_config()` alone (one server or several under one
+model name, with the router settings the docs show); `Gateway` runs one on its own, for
+`bench_class.py --local` and `tests/apps/test_class_servers.py`.
+
 Everything is started here and stopped by its PID (and its children's); `close()` says which
 process outlived the orderly stop. The hub gets its own working directory (database, cookie
 secret, pid files) and every student a home of their own (their Jupyter and IPython dirs), so
@@ -400,10 +404,11 @@ ROUTER_SETTINGS = {
 }
 
 
-def gateway_config(model: str, deployments: Sequence[Deployment], master_key: str, *, class_keys: bool = True) -> str:
+def gateway_config(model: str, deployments: Sequence[Deployment], master_key: str) -> str:
     """The class gateway's LiteLLM `config.yaml`: every deployment under the one model name the
-    students ask for, the router settings above, the teacher's master key, and (`class_keys`) one
-    key per student checked by `class_keys.py` beside the file (docs/classroom.md shows its output)."""
+    students ask for, the router settings above when there are several, the teacher's master key,
+    and one key per student checked by `class_keys.py` beside the file (docs/classroom.md shows
+    its output for two servers)."""
     lines = ["model_list:"]
     for d in deployments:
         lines += [
@@ -415,9 +420,7 @@ def gateway_config(model: str, deployments: Sequence[Deployment], master_key: st
     if len(deployments) > 1:
         lines.append("router_settings:")
         lines += [f"  {name}: {value}" for name, value in ROUTER_SETTINGS.items()]
-    lines += ["general_settings:", f"  master_key: {master_key}"]
-    if class_keys:
-        lines.append("  custom_auth: class_keys.user_api_key_auth")
+    lines += ["general_settings:", f"  master_key: {master_key}", "  custom_auth: class_keys.user_api_key_auth"]
     return "\n".join(lines) + "\n"
 
 
