@@ -9,6 +9,10 @@ server `LITELLM_BASE_URL` and the student's own `LITELLM_API_KEY`, as docs/class
 hub does. Each student's notebook is run the way JupyterLab runs it: a session through the
 single-user server's REST API, then `execute_request`s over the kernel websocket, through the proxy.
 
+The gateway's `config.yaml` is written by `gateway_config()` alone (one server or several under one
+model name, with the router settings the docs show); `Gateway` runs one on its own, for
+`bench_class.py --local` and `tests/apps/test_class_servers.py`.
+
 Everything is started here and stopped by its PID (and its children's); `close()` says which
 process outlived the orderly stop. The hub gets its own working directory (database, cookie
 secret, pid files) and every student a home of their own (their Jupyter and IPython dirs), so
@@ -374,14 +378,108 @@ c.JupyterHub.load_roles = [
 ]
 """
 
-GATEWAY_CONFIG = """\
-model_list:
-  - model_name: {model}
-    litellm_params: {{model: openai/{model}, api_base: "{upstream}", api_key: upstream-demo}}
-general_settings:
-  master_key: {master_key}
-  custom_auth: class_keys.user_api_key_auth
-"""
+
+@dataclass(frozen=True)
+class Deployment:
+    """One model server behind the gateway: where it answers, its key, and LiteLLM's name for it."""
+
+    base_url: str
+    key: str
+    model: str = f"openai/{MODEL}"
+    #: What LiteLLM's logs and errors call it (a machine's name); LiteLLM makes one up if empty.
+    name: str = ""
+
+
+#: How the gateway spreads a class over several servers of one model (LiteLLM's router): each
+#: request to the server with the fewest tokens and requests this minute ("usage-based-routing-v2";
+#: LiteLLM 1.106.12's "least-busy" sent every answer of a class asking at once to the first server,
+#: measured behind its proxy). A server that fails is out for `cooldown_time` seconds from its first
+#: failure, and the request is sent again to another (`num_retries`). Only a request that has not
+#: started fails over: an answer cut off mid-stream ends with an error, its words kept.
+ROUTER_SETTINGS = {
+    "routing_strategy": "usage-based-routing-v2",
+    "num_retries": 2,
+    "allowed_fails": 0,
+    "cooldown_time": 60,
+}
+
+
+def gateway_config(model: str, deployments: Sequence[Deployment], master_key: str) -> str:
+    """The class gateway's LiteLLM `config.yaml`: every deployment under the one model name the
+    students ask for, the router settings above when there are several, the teacher's master key,
+    and one key per student checked by `class_keys.py` beside the file (docs/classroom.md shows
+    its output for two servers)."""
+    lines = ["model_list:"]
+    for d in deployments:
+        lines += [
+            f"  - model_name: {model}",
+            f'    litellm_params: {{model: {d.model}, api_base: "{d.base_url}", api_key: "{d.key}"}}',
+        ]
+        if d.name:
+            lines.append(f"    model_info: {{id: {d.name}}}")
+    if len(deployments) > 1:
+        lines.append("router_settings:")
+        lines += [f"  {name}: {value}" for name, value in ROUTER_SETTINGS.items()]
+    lines += ["general_settings:", f"  master_key: {master_key}", "  custom_auth: class_keys.user_api_key_auth"]
+    return "\n".join(lines) + "\n"
+
+
+class Gateway:
+    """A class gateway on its own: LiteLLM in front of `deployments` under one model name, with a
+    key per student (`class_keys.py`, `students` of them), in a folder of its own under `root`.
+    Started at once; `wait()` until it answers; `stop()` by its PID."""
+
+    def __init__(self, root: Path, model: str, deployments: Sequence[Deployment], students: int) -> None:
+        litellm = requirement(LITELLM_VENV / "bin" / "litellm", "the LiteLLM proxy (the class gateway)")
+        self.folder = root.resolve() / f"gateway-{secrets.token_hex(4)}"
+        self.folder.mkdir(mode=0o700, parents=True)
+        shutil.copy(HERE / "class_keys.py", self.folder / "class_keys.py")
+        self.master_key = "sk-teacher-" + secrets.token_hex(16)
+        self.config = self.folder / "config.yaml"
+        self.config.write_text(gateway_config(model, deployments, self.master_key))
+        self.keys = ["sk-class-" + secrets.token_urlsafe(24) for _ in range(students)]
+        digests = {hashlib.sha256(k.encode()).hexdigest(): f"student{i:02d}" for i, k in enumerate(self.keys, 1)}
+        (self.folder / "class_keys.json").write_text(json.dumps(digests))
+        env = {
+            **os.environ,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no cost map fetched from the network
+            "CLASS_KEYS_FILE": str(self.folder / "class_keys.json"),
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+        env.pop("PYTHONPATH", None)
+        port = free_port()
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.log = self.folder / "gateway.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [str(litellm), "--config", "config.yaml", "--host", "127.0.0.1", "--port", str(port)],
+                cwd=self.folder,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def wait(self, timeout: float = 300.0) -> float:
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.base_url.removesuffix("/v1") + "/health/liveliness", timeout=2).status_code == 200:
+                    return time.monotonic() - started
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.25)
+        raise RuntimeError(f"the gateway did not start:\n{self.log.read_text(errors='replace')[-3000:]}")
+
+    def processes(self) -> list[psutil.Process]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(self.process.pid)
+            return [root, *root.children(recursive=True)]
+        return []
+
+    def stop(self) -> None:
+        stop_tree(self.process.pid)
+        self.process.wait()
 
 
 # ----------------------------------------------------------------------------- the class
@@ -479,7 +577,7 @@ class ClassHub:
         gateway_dir.mkdir()
         shutil.copy(HERE / "class_keys.py", gateway_dir / "class_keys.py")
         (gateway_dir / "config.yaml").write_text(
-            GATEWAY_CONFIG.format(model=MODEL, upstream=self.provider, master_key=self.master_key)
+            gateway_config(MODEL, [Deployment(self.provider, "upstream-demo")], self.master_key)
         )
         digests = {hashlib.sha256(key.encode()).hexdigest(): name for name, key in self.roster.items()}
         (gateway_dir / "class_keys.json").write_text(json.dumps(digests))

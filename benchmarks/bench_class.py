@@ -34,6 +34,15 @@ gateway's) utime+stime over the class.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local    # 3, 6 and 10 students, 3 repetitions
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local --sizes 30 --runs 1 --no-gateway
+
+`--kinds gateway,two`: a class past one server. `two` is two servers of N/2 slots each behind the
+gateway, which routes one model name to both (`_class_hub.gateway_config`'s router settings); the
+last column says how many answers each server gave (from its own /metrics). Two servers stand for
+two machines, but on one machine they share its cores: each gets half the threads one server has,
+so both arrangements run on the same processor, and what the figures show is the cost of routing,
+not the gain of a second machine.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_class.py --local --sizes 30,60 --runs 1 --tokens 64 --kinds gateway,two
 """
 
 from __future__ import annotations
@@ -41,11 +50,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import random
-import secrets
 import shutil
 import signal
 import statistics
@@ -62,7 +69,7 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _class_hub import LITELLM_VENV, MODEL, PROMPT, ClassHub, ClassRun, Student, free_port, stop_tree
+from _class_hub import MODEL, PROMPT, ClassHub, ClassRun, Deployment, Gateway, Student
 from bench_local import Server, cpu_seconds, host_server, launch_host, memory, stop_process
 
 from streamwidgets.server import scripted_answer
@@ -278,18 +285,11 @@ CLASS_QUESTIONS = [
     "Why do we have seasons?",
 ]
 LOCAL_MODEL = "local"
-LOCAL_GATEWAY_CONFIG = """\
-model_list:
-  - model_name: {model}
-    litellm_params: {{model: openai/smollm2-135m, api_base: "{upstream}", api_key: "{key}"}}
-general_settings:
-  master_key: {master_key}
-  custom_auth: class_keys.user_api_key_auth
-"""
 KINDS = {
     "gateway": "one shared server, N slots, through the gateway",
     "shared": "one shared server, N slots, direct",
     "own": "one server per student, 1 slot each",
+    "two": "two servers, N/2 slots and half the threads each, through the gateway",
 }
 
 
@@ -319,61 +319,8 @@ class LocalSummary:
     gateway_rss: float
     ready: float
     load: float
-
-
-class LocalGateway:
-    """LiteLLM in front of one server, a key per student (`class_keys.py`), under `root`."""
-
-    def __init__(self, root: Path, upstream: Server, size: int) -> None:
-        litellm = LITELLM_VENV / "bin" / "litellm"
-        if not litellm.exists():
-            raise RuntimeError(f"no LiteLLM at {litellm}: `source scripts/_setup.sh; setup_litellm`, or --no-gateway")
-        folder = Path(tempfile.mkdtemp(prefix="gateway-", dir=root))
-        shutil.copy(Path(__file__).resolve().parent / "class_keys.py", folder / "class_keys.py")
-        key = upstream.headers["Authorization"].split(" ", 1)[1]
-        (folder / "config.yaml").write_text(
-            LOCAL_GATEWAY_CONFIG.format(
-                model=LOCAL_MODEL, upstream=upstream.base_url, key=key, master_key="sk-teacher-" + secrets.token_hex(8)
-            )
-        )
-        self.keys = ["sk-class-" + secrets.token_urlsafe(24) for _ in range(size)]
-        digests = {hashlib.sha256(k.encode()).hexdigest(): f"student{i:02d}" for i, k in enumerate(self.keys, 1)}
-        (folder / "class_keys.json").write_text(json.dumps(digests))
-        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "CLASS_KEYS_FILE": str(folder / "class_keys.json")}
-        env.pop("PYTHONPATH", None)
-        port = free_port()
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-        with open(folder / "gateway.log", "wb") as log:
-            self.process = subprocess.Popen(
-                [str(litellm), "--config", "config.yaml", "--host", "127.0.0.1", "--port", str(port)],
-                cwd=folder,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.log = folder / "gateway.log"
-
-    def wait(self, timeout: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.base_url.removesuffix("/v1") + "/health/liveliness", timeout=2).status_code == 200:
-                    return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.25)
-        raise RuntimeError(f"the gateway did not start:\n{self.log.read_text(errors='replace')[-2000:]}")
-
-    def processes(self) -> list[psutil.Process]:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            root = psutil.Process(self.process.pid)
-            return [root, *root.children(recursive=True)]
-        return []
-
-    def stop(self) -> None:
-        stop_tree(self.process.pid)
-        self.process.wait()
+    #: How many of the answers each server gave (from its own /metrics), "30" or "16 / 14".
+    spread: str = ""
 
 
 async def ask(url: str, key: str, question: str, delay: float, tokens: int) -> LocalAnswer:
@@ -428,25 +375,33 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
     from streamwidgets.server.local._shared import default_threads
 
     servers: list[Server] = []
-    gateway: Optional[LocalGateway] = None
+    gateway: Optional[Gateway] = None
     launched: list[tuple[subprocess.Popen[bytes], Path]] = []
     load = os.getloadavg()[0]
-    count, slots = (size, 1) if kind == "own" else (1, size)
+    count, slots = {"own": (size, 1), "two": (2, -(-size // 2))}.get(kind, (1, size))
+    # Two servers stand for two machines, but here they share this machine's cores: each gets half
+    # the threads one server has, so that both classes run on the same processor time.
+    threads = max(1, default_threads() // 2) if kind == "two" else default_threads()
     try:
         began = time.monotonic()
-        launched = [launch_host(default_threads(), slots) for _ in range(count)]
+        launched = [launch_host(threads, slots) for _ in range(count)]
         servers = list(await asyncio.gather(*(asyncio.to_thread(host_server, p, folder) for p, folder in launched)))
         ready = time.monotonic() - began
         urls = [s.base_url for s in servers]
         keys = [s.headers["Authorization"].split(" ", 1)[1] for s in servers]
-        if kind == "gateway":
-            gateway = LocalGateway(root, servers[0], size)
+        if kind in ("gateway", "two"):
+            deployments = [
+                Deployment(s.base_url, key, "openai/smollm2-135m", f"server-{i}")
+                for i, (s, key) in enumerate(zip(servers, keys, strict=True), 1)
+            ]
+            gateway = Gateway(root, LOCAL_MODEL, deployments, size)
             await asyncio.to_thread(gateway.wait)
             urls, keys = [gateway.base_url], gateway.keys
         # Every slot has answered once, all at once (so each holds the chat template's system prompt in its
         # cache, as after a first question; LiteLLM paid for its first request's imports and each key's).
         await asyncio.gather(*(ask(urls[i % len(urls)], keys[i % len(keys)], "Hi", 0, 8) for i in range(size)))
         before = [cpu_seconds(s.pid) for s in servers]
+        generated = [await asyncio.to_thread(tokens_generated, s) for s in servers] if count <= 2 else []
         gateway_before = cpu_of(gateway.processes()) if gateway else 0.0
         rng = random.Random(repetition * 1000 + size)
         delays = [rng.uniform(0, stagger) for _ in range(size)]
@@ -463,6 +418,9 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
             )
         )
         server_cpu = sum(cpu_seconds(s.pid) - b for s, b in zip(servers, before, strict=True))
+        spread = " / ".join(
+            f"{(tokens_generated(s) - b) / tokens:.0f}" for s, b in zip(servers, generated, strict=False)
+        )
         gateway_cpu = cpu_of(gateway.processes()) - gateway_before if gateway else 0.0
         rss = [memory(s.pid)[0] for s in servers]
         pss = [proportional(s.pid) for s in servers]
@@ -499,14 +457,25 @@ async def local_class(kind: str, size: int, repetition: int, tokens: int, stagge
         gateway_rss=gateway_rss,
         ready=ready,
         load=max(load, os.getloadavg()[0]),
+        spread=spread,
     )
+
+
+def tokens_generated(server: Server) -> float:
+    """The tokens a server generated since it started, by its own count (llama.cpp's /metrics)."""
+    r = httpx.get(server.base_url.removesuffix("/v1") + "/metrics", headers=server.headers, timeout=10)
+    r.raise_for_status()
+    for line in r.text.splitlines():
+        if line.startswith("llamacpp:tokens_predicted_total "):
+            return float(line.split()[1])
+    raise RuntimeError("the server's /metrics has no llamacpp:tokens_predicted_total")
 
 
 LOCAL_HEADER = (
     "| students | servers | answers complete | first token p50 / p95 s | tokens/s per student (slowest) | "
     "class done in s | tokens/s, whole class | model servers' memory MB: RSS sum / PSS sum | server CPU s | "
-    "gateway CPU s (RSS MB) | servers ready s | load |\n"
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "gateway CPU s (RSS MB) | servers ready s | load | answers per server |\n"
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -516,7 +485,7 @@ def local_row(summaries: list[LocalSummary]) -> str:
     def m(name: str) -> float:
         return statistics.median(getattr(s, name) for s in summaries)
 
-    gateway = f"{m('gateway_cpu'):.1f} ({m('gateway_rss'):.0f})" if first.kind == "gateway" else "–"
+    gateway = f"{m('gateway_cpu'):.1f} ({m('gateway_rss'):.0f})" if first.kind in ("gateway", "two") else "–"
     cells = [
         str(first.size),
         KINDS[first.kind],
@@ -530,6 +499,7 @@ def local_row(summaries: list[LocalSummary]) -> str:
         gateway,
         f"{m('ready'):.1f}",
         f"{m('load'):.1f}",
+        summaries[-1].spread or "–",
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -552,7 +522,7 @@ async def bench_local_class(
                 print(
                     f"repetition {repetition + 1}, {size} students, {kind}: {summary.complete}/{size}, first token "
                     f"p50 {summary.ttft_p50:.2f} p95 {summary.ttft_p95:.2f} s, {summary.rate:.1f} tokens/s each, "
-                    f"RSS {summary.rss:.0f} MB, load {summary.load:.1f}",
+                    f"RSS {summary.rss:.0f} MB, load {summary.load:.1f}, answers per server {summary.spread}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -576,6 +546,11 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128, help="--local: tokens per answer (default 128)")
     parser.add_argument("--stagger", type=float, default=1.0, help="--local: questions sent within S s (default 1)")
     parser.add_argument("--no-gateway", action="store_true", help="--local: no LiteLLM in front of the shared server")
+    parser.add_argument(
+        "--kinds",
+        default="gateway,shared,own",
+        help=f"--local: which arrangements, in order (default gateway,shared,own; of {','.join(KINDS)})",
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in (args.sizes or ("3,6,10" if args.local else "10,30")).split(",")]
     # A `timeout` or Ctrl+C must still stop every process by PID: SIGTERM becomes SystemExit here.
@@ -587,7 +562,10 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-class-", dir=artifacts))
     print(f"logs in {root}", file=sys.stderr)
     if args.local:
-        kinds = ["shared", "own"] if args.no_gateway else ["gateway", "shared", "own"]
+        kinds = [k for k in args.kinds.split(",") if not (args.no_gateway and k in ("gateway", "two"))]
+        unknown = set(kinds) - set(KINDS)
+        if unknown:
+            parser.error(f"--kinds: no arrangement named {', '.join(sorted(unknown))} (of {', '.join(KINDS)})")
         asyncio.run(bench_local_class(sizes, args.runs, kinds, args.tokens, args.stagger, root))
         print(f"\nTotal: {time.monotonic() - started:.0f} s")
         return

@@ -75,6 +75,26 @@ _SPENT_CODES = frozenset({"insufficient_quota", "insufficient_balance", "billing
 _SPENT_WORDS = re.compile(r"budget|insufficient (?:balance|credit|funds)|billing|out of credit", re.I)
 
 
+#: What a gateway says when the server behind it failed, in a person's words. LiteLLM's router
+#: names the exception class first; a connection error there means the model server it was
+#: streaming from (or sending to) stopped or cannot be reached (docs/classroom.md, "Past one machine").
+_GATEWAY_WORDS = (
+    (
+        re.compile(r"^litellm\.APIConnectionError\b"),
+        "The class gateway (LiteLLM) lost its connection to the model server behind it (the server stopped or "
+        "cannot be reached). Ask again: the gateway sends new questions to a server that answers (if this "
+        "keeps happening, tell whoever runs the gateway)",
+    ),
+)
+
+
+def _in_words(message: str) -> str:
+    for pattern, words in _GATEWAY_WORDS:
+        if pattern.search(message):
+            return words
+    return message
+
+
 def spent(code: Union[str, int, None], message: str) -> bool:
     """The error says the quota, budget or credit is used up: it will not go away by waiting, so
     it is neither retried (`net/_retry.py`) nor offered a Retry or Continue (`StreamState`)."""
@@ -108,7 +128,7 @@ def error_from_object(obj: Any, http_status: Optional[int] = None, retry_after: 
         code = one_line(code, CODE_CHARS)
     if not message:
         message = str(code) if code is not None else "unknown error"
-    return ErrorEvent(one_line(message), code, http_status, retry_after)
+    return ErrorEvent(one_line(_in_words(message)), code, http_status, retry_after)
 
 
 def error_from_http(status: int, body: bytes, headers: Optional[Mapping[str, str]] = None) -> ErrorEvent:

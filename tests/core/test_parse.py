@@ -219,3 +219,25 @@ def test_an_error_envelope_without_a_type_inside_any_stream_is_the_providers_err
     assert state.status == "error" and state.text == "Half an ans"
     assert state.error is not None and state.error.message == "Upstream model overloaded, try again"
     assert state.error.code == "overloaded"
+
+
+def test_a_gateway_that_lost_its_model_server_mid_answer_says_so_in_plain_words():
+    """LiteLLM's router, when the server it streams from dies, ends the stream with its own error
+    event (the exception's class, then the HTTP library's words): the student reads what happened
+    and what to do, the partial answer kept."""
+    lost = {
+        "error": {
+            "message": "litellm.APIConnectionError: APIConnectionError: OpenAIException - Response payload is not "
+            "completed: <TransferEncodingError: 400, message='Not enough data to satisfy transfer length header.'>",
+            "type": None,
+            "param": None,
+            "code": "500",
+        }
+    }
+    state = sw.parse(GOOD + b"data: " + json.dumps(lost).encode() + b"\n\n")
+    assert state.status == "error" and state.text == "Hello world"
+    assert state.message.startswith(
+        "The provider reported an error: The class gateway (LiteLLM) lost its connection to the model server "
+        "behind it (the server stopped or cannot be reached). Ask again"
+    )
+    assert "TransferEncodingError" not in state.message and state.message.endswith("is kept.")
