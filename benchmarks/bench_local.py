@@ -58,6 +58,7 @@ from typing import Any, Optional
 
 import httpx
 
+from streamwidgets.server.local import base_url as local_base_url
 from streamwidgets.server.local._shared import CONTEXT_PER_SLOT, DEFAULT_SLOTS, default_threads, local_model
 from streamwidgets.server.local._weights import find_weights
 
@@ -179,7 +180,7 @@ def host_server(process: subprocess.Popen[bytes], folder: Path, timeout: float =
         with contextlib.suppress(OSError, ValueError):
             found = json.loads((folder / "state.json").read_text())
             if found.get("pid") == process.pid:
-                base_url = f"http://127.0.0.1:{found['port']}/v1"
+                base_url = local_base_url(found["port"])
                 return Server(base_url, process.pid, stop, {"Authorization": f"Bearer {found['key']}"}, "smollm2-135m")
         if process.poll() is not None:
             break

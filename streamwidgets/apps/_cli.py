@@ -361,6 +361,7 @@ def _serve_local(args: argparse.Namespace) -> int:
 
     from ..server.local import (
         CONTEXT_PER_SLOT,
+        base_url,
         class_key,
         default_threads,
         find_weights,
@@ -380,7 +381,7 @@ def _serve_local(args: argparse.Namespace) -> int:
         raise ValueError(f"--port {args.port} is not a port (1 to 65535)")
     class_key(Path(args.key_file))  # made if missing; refused, in one line, if not the user's alone
     print(
-        f"streamwidgets: {weights.describe()} for {args.slots} students on http://127.0.0.1:{args.port}/v1, "
+        f"streamwidgets: {weights.describe()} for {args.slots} students on {base_url(args.port)}, "
         f"its key in {args.key_file} (Ctrl+C stops it)",
         flush=True,
     )

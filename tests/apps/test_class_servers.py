@@ -97,7 +97,7 @@ def test_the_gateway_config_in_the_docs_is_the_one_the_test_runs():
 
 @pytest.fixture(scope="module")
 def room() -> Iterator[tuple[list[Machine], Gateway]]:
-    from streamwidgets.server.local import find_weights, local_model_missing
+    from streamwidgets.server.local import base_url, find_weights, local_model_missing
 
     missing = local_model_missing()
     if missing is not None or find_weights("smollm2-135m") is None:  # scripts/test installs both first
@@ -118,7 +118,7 @@ def room() -> Iterator[tuple[list[Machine], Gateway]]:
                     cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                     env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
                 )  # fmt: skip
-            machines.append(Machine(name, process, f"http://127.0.0.1:{port}", key_file.read_text().strip()))
+            machines.append(Machine(name, process, base_url(port).removesuffix("/v1"), key_file.read_text().strip()))
         try:
             gateway = Gateway(
                 folder,
@@ -129,7 +129,7 @@ def room() -> Iterator[tuple[list[Machine], Gateway]]:
         except MissingPart as exc:
             pytest.fail(str(exc))
         for m in machines:
-            wait_for_http(f"{m.url}/health", 120, m.process, folder / f"{m.name}.log")
+            wait_for_http(f"{m.url}/health", 120, m.process, folder / f"{m.name}.log", key=m.key)
         print(f"gateway ready after {gateway.wait():.1f} s")
         yield machines, gateway
     finally:

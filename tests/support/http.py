@@ -58,16 +58,22 @@ def _tail(log: Optional[Path], lines: int = 40) -> str:
 
 
 def wait_for_http(
-    url: str, timeout: float, process: Optional[subprocess.Popen[Any]] = None, log: Optional[Path] = None
+    url: str,
+    timeout: float,
+    process: Optional[subprocess.Popen[Any]] = None,
+    log: Optional[Path] = None,
+    key: Optional[str] = None,
 ) -> None:
-    """Return once a GET of `url` answers 200 (never through a proxy); raise if `process` (the
-    server's) exits first or `timeout` seconds pass, with the end of its `log`."""
+    """Return once a GET of `url` (with `key` as a bearer token) answers 200 (never through a
+    proxy); raise if `process` (the server's) exits first or `timeout` seconds pass, with the end
+    of its `log`."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{_tail(log)}")
         try:
-            if httpx.get(url, timeout=2, trust_env=False).status_code == 200:
+            if httpx.get(url, headers=headers, timeout=2, trust_env=False).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -14,6 +14,7 @@ docs/local-model.md has the details.
 
 from ._catalog import CATALOG, RECOMMENDED, Entry, catalog_table, entry_named
 from ._host import class_key
+from ._loopback import base_url
 from ._private import NotPrivate, state_folder
 from ._pull import PullError, pull
 from ._shared import (
@@ -55,4 +56,5 @@ __all__ = [
     "fits_in_memory",
     "NotPrivate",
     "state_folder",
+    "base_url",
 ]

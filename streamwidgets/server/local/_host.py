@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._loopback import loopback_get
+from ._loopback import API_PREFIX, loopback_get
 from ._pids import pid_alive
 from ._private import Folder, NotPrivate, create_own_file, private_folder, read_own_file
 from ._state import ServerState, this_process
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         params.hostnames = ["127.0.0.1"]
         params.port = args.port  # 0: the system picks a free one
         params.api_keys = [key]
+        params.api_prefix = API_PREFIX  # no route without the key, /health included (_loopback.py)
         params.ui = False
         # CORS: llama.cpp reflects any Origin, with credentials, unless told otherwise; an empty
         # allowed origin matches no page (browsers then refuse to hand a page the answer).

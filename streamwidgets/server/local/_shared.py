@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...core import formatting
-from ._loopback import loopback_get
+from ._loopback import base_url, loopback_get
 from ._private import Folder, LockTimeout, NotPrivate, private_folder, state_folder
 from ._state import ServerState, proven
 from ._weights import Weights, find_weights
@@ -288,7 +288,7 @@ def _start(folder: Folder, name: str, weights: Weights, deadline: float) -> Loca
 
 def _model(state: ServerState, weights: Weights, state_path: Path, start_seconds: Optional[float]) -> LocalModel:
     return LocalModel(
-        base_url=f"http://127.0.0.1:{state.port}/v1",
+        base_url=base_url(state.port),
         model=state.alias or weights.alias,
         pid=state.pid,
         weights=weights,

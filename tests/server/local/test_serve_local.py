@@ -23,6 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from streamwidgets.server.local import base_url
+
 pytestmark = pytest.mark.local
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -61,6 +63,10 @@ def running(pid: int) -> bool:
     return stat.rsplit(") ", 1)[1][0] != "Z"
 
 
+def root(port: int) -> str:
+    return base_url(port).removesuffix("/v1")
+
+
 def wait_for_server(scratch: Path, port: int, process: subprocess.Popen[str]) -> int:
     """The model server's PID, once it answers."""
     state = scratch / "state" / f"serve-local-{port}.json"
@@ -68,8 +74,8 @@ def wait_for_server(scratch: Path, port: int, process: subprocess.Popen[str]) ->
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
         if state.exists():
-            pid = int(json.loads(state.read_text())["pid"])
-            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+            pid, key = int(json.loads(state.read_text())["pid"]), json.loads(state.read_text())["key"]
+            if httpx.get(f"{root(port)}/health", headers={"Authorization": f"Bearer {key}"}).status_code == 200:
                 return pid
         time.sleep(0.2)
     raise AssertionError("serve-local's model server did not answer within 90 s")
@@ -100,7 +106,7 @@ def test_every_way_serve_local_ends_ends_its_model_server(scratch: Path, sig: st
             ), err
             assert not (scratch / "state" / f"serve-local-{port}.json").exists()
         with pytest.raises(httpx.ConnectError):
-            httpx.get(f"http://127.0.0.1:{port}/health")
+            httpx.get(f"{root(port)}/health")
     finally:
         if process.poll() is None:
             process.kill()
