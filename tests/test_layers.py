@@ -153,6 +153,72 @@ def test_the_checker_sees_an_upward_import():
     assert "streamwidgets.core._state" in [name for _, name in imported(inside, "from .._state import X\n")]
 
 
+def module_name(path: Path) -> str:
+    parts = ["streamwidgets", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_circles(folder: str, sources: dict[str, str] | None = None) -> list[list[str]]:
+    """The import circles among the modules of one folder (`net`, `widgets`...), each as its
+    modules' names, sorted: every import counts, lazy and type-only ones too (each is a
+    dependency, and a lazy one only hides a circle). `sources` gives texts in place of files
+    (a module name relative to the folder → its text), to test the checker."""
+    root = PACKAGE / folder
+    texts: dict[Path, str | None] = {path: None for path in root.rglob("*.py")}
+    for name, text in (sources or {}).items():
+        texts[root / f"{name}.py"] = text
+    names = {module_name(path): path for path in texts}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        graph[name] = {target for _, target in imported(path, texts[path]) if target in names and target != name}
+    return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of a directed graph."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for after in sorted(graph[node]):
+            if after not in index:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in stack:
+                low[node] = min(low[node], index[after])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("folder", ["net"])
+def test_no_import_circle_inside_a_folder(folder: str):
+    """A folder reads one way: no module imports, even lazily, one that imports it back."""
+    assert import_circles(folder) == [], f"{folder}/ has import circles"
+
+
+def test_the_circle_check_sees_a_lazy_circle():
+    lazy = {"_probe_a": "def f():\n    from ._probe_b import x\n", "_probe_b": "from . import _probe_a\n"}
+    assert ["streamwidgets.net._probe_a", "streamwidgets.net._probe_b"] in import_circles("net", lazy)
+    typed = {"_probe_a": "if TYPE_CHECKING:\n    from ._probe_b import X\n", "_probe_b": "from ._probe_a import Y\n"}
+    assert import_circles("net", typed) != []
+    assert import_circles("net", {"_probe_a": "from ._request import X\n"}) == []
+
+
 def test_the_design_page_lists_every_module():
     """docs/design.md is the map: every module of every layer has its row (or its name in a
     shared row), so the map cannot fall behind the code unnoticed."""

@@ -71,7 +71,11 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES: frozenset[Status] = frozenset(("complete", "incomplete", "error", "cancelled"))
 #: Error codes the client gives what the network (or this machine) did, when no provider spoke:
 #: said as such, never as "the provider reported".
-_NETWORK_CODES = frozenset(("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable"))
+_NETWORK_CODES = frozenset(
+    ("connect_error", "connect_timeout", "cors_refused", "local_model_unavailable", "local_model_missing")
+)
+#: Errors no second request gets past (the local model cannot run here): no Retry is offered.
+_FINAL_CODES = frozenset(("local_model_missing",))
 #: The ends after which the model can be asked for the rest (or the request sent again).
 _CONTINUABLE: frozenset[Status] = frozenset(("incomplete", "cancelled", "error"))
 #: What to do about a spent quota, budget or credit (said instead of offering a Retry).
@@ -541,7 +545,7 @@ class StreamState:
         """It ended short of a full answer: cut off, cancelled, failed, or stopped by the token
         limit. Continue asks for the rest (or, with no answer yet, sends the request again) — but not
         after a spent quota, budget or credit, which no second request gets past."""
-        if not self.done or (self.error is not None and self.error.spent):
+        if not self.done or (self.error is not None and (self.error.spent or self.error.code in _FINAL_CODES)):
             return False
         return self.status in _CONTINUABLE or (self.status == "complete" and self.finish == "length")
 

@@ -341,9 +341,19 @@ def test_compare_runs_two_views(lite: LitePage) -> None:
     lite.assert_stayed_in_the_site()
 
 
-def test_the_local_model_says_it_cannot_run_in_the_browser(lite: LitePage) -> None:
+def test_a_site_without_a_model_says_so_in_one_line_without_badge_or_retry(lite: LitePage) -> None:
     out = text_of(lite.run_cell('s = await sw.arun("hi", provider="local")\nprint(s.status, "|", s.message)'))
-    assert "cannot run in the browser" in out, out
+    assert out.strip() == (
+        "error | This JupyterLite site ships no model, so the local model cannot answer here; "
+        "a site built with `scripts/lite --model smollm2-135m` runs one in the browser tab."
+    ), out
+    lite.run_cell('n = sw.show("hi", provider="local")')
+    wait_last_status(lite, "error")
+    view = lite.page.evaluate(
+        f"() => {{ const v = {last_view()}; return [!!v.querySelector('.sw-badge'),"
+        " [...v.querySelectorAll('.sw-continue')].filter(b => b.offsetParent !== null).length]; }"
+    )
+    assert view == [False, 0], view  # no badge, no Retry
 
 
 # --------------------------------------------------------------------------- a live provider through fetch

@@ -1,0 +1,101 @@
+"""The model a JupyterLite site ships, read in the browser: the local model of the tab.
+
+`scripts/lite --model NAME` puts a GGUF file, `@wllama/wllama`'s ES module and WebAssembly (from
+npm) and their licences into the site, beside `lab/`, and a small manifest (`MANIFEST`) that names
+them, relative to the site's root:
+
+    {"title": "SmolLM2-135M-Instruct", "alias": "smollm2-135m", "file": "model/....gguf",
+     "size": 101000000, "sha256": "...", "class_quality": false,
+     "wllama": {"version": "3.8.1", "module": "wllama/index.js", "wasm": "wllama/wasm/wllama.wasm"}}
+
+In the kernel (a Web Worker of the page), `site_model()` reads it once, with a synchronous
+request (a worker may make one), from the site's root: the worker's own address up to
+`extensions/`, where JupyterLite serves the kernel from. A site built without `--model` has no
+manifest, and the tab has no local model (`local_model_missing()` says how to build one).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Optional
+
+__all__ = ["MANIFEST", "NO_SITE_MODEL", "SITE_SOURCE", "SiteModel", "site_model", "site_root"]
+
+MANIFEST = "model/model.json"
+#: Where a site's model comes from, in the words of `Weights.describe()`.
+SITE_SOURCE = "this site"
+NO_SITE_MODEL = (
+    "this JupyterLite site ships no model, so the local model cannot answer here; "
+    "a site built with `scripts/lite --model smollm2-135m` runs one in the browser tab"
+)
+
+
+@dataclass(frozen=True)
+class SiteModel:
+    """The site's model: what to call it, its size, and the URLs of its file and of wllama."""
+
+    title: str
+    alias: str
+    size: int
+    class_quality: bool
+    model_url: str
+    module_url: str
+    wasm_url: str
+    path: PurePosixPath
+    #: Threads for llama.cpp: 1, or 2 where the page is cross-origin isolated (COOP/COEP).
+    threads: int = 1
+
+
+def site_root(href: str) -> str:
+    """The site's root URL, from the address of the kernel's worker (or of a page of the site)."""
+    for marker in ("/extensions/", "/build/", "/lab/", "/notebooks/", "/repl/", "/tree/"):
+        if marker in href:
+            return href[: href.index(marker) + 1]
+    return href.rsplit("/", 1)[0] + "/"
+
+
+def from_manifest(manifest: dict[str, Any], root: str, *, isolated: bool = False) -> SiteModel:
+    """The manifest's model, its URLs under `root`; a manifest that is not the build's raises ValueError."""
+    try:
+        wllama = manifest["wllama"]
+        files = (manifest["file"], wllama["module"], wllama["wasm"])
+        if any(not isinstance(f, str) or f.startswith("/") or "://" in f or ".." in f.split("/") for f in files):
+            raise ValueError(f"the manifest names a file outside the site: {files}")
+        return SiteModel(
+            title=str(manifest["title"]),
+            alias=str(manifest["alias"]),
+            size=int(manifest["size"]),
+            class_quality=bool(manifest["class_quality"]),
+            model_url=root + files[0],
+            module_url=root + files[1],
+            wasm_url=root + files[2],
+            path=PurePosixPath(files[0]),
+            threads=2 if isolated else 1,
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{MANIFEST} is not the build's manifest ({type(exc).__name__}: {exc})") from None
+
+
+@functools.lru_cache(maxsize=1)
+def site_model() -> Optional[SiteModel]:
+    """The model this JupyterLite site ships, or None (no manifest, or not in a browser)."""
+    try:
+        import js
+    except ImportError:
+        return None
+    root = site_root(str(js.location.href))
+    request = js.XMLHttpRequest.new()
+    request.open("GET", root + MANIFEST, False)
+    try:
+        request.send()
+    except Exception:  # a network error: the site cannot be read, so it has no model for us
+        return None
+    if int(request.status) != 200:
+        return None
+    try:
+        return from_manifest(json.loads(str(request.responseText)), root, isolated=bool(js.crossOriginIsolated))
+    except ValueError:
+        return None
