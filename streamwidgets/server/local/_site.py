@@ -8,10 +8,13 @@ them, relative to the site's root:
      "size": 101000000, "sha256": "...", "class_quality": false,
      "wllama": {"version": "3.8.1", "module": "wllama/index.js", "wasm": "wllama/wasm/wllama.wasm"}}
 
-In the kernel (a Web Worker of the page), `site_model()` reads it once, with a synchronous
-request (a worker may make one), from the site's root: the worker's own address up to
-`extensions/`, where JupyterLite serves the kernel from. A site built without `--model` has no
-manifest, and the tab has no local model (`local_model_missing()` says how to build one).
+The build names the manifest in the site's `jupyter-lite.json` (`jupyter-config-data`,
+`CONFIG_KEY`), which every JupyterLite site has. In the kernel (a Web Worker of the page),
+`site_model()` reads that file and then the manifest once, with synchronous requests (a worker
+may make them), from the site's root: the worker's own address up to `extensions/`, where
+JupyterLite serves the kernel from. A site built without `--model` names none (and nothing is
+asked for that the site lacks), and the tab has no local model (`local_model_missing()` says how
+to build one).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-__all__ = ["MANIFEST", "NO_SITE_MODEL", "SITE_SOURCE", "SiteModel", "site_model", "site_root"]
+__all__ = ["CONFIG_KEY", "MANIFEST", "NO_SITE_MODEL", "SITE_SOURCE", "SiteModel", "site_model", "site_root"]
 
 MANIFEST = "model/model.json"
+#: Where `jupyter-lite.json` names the manifest (`jupyter-config-data`).
+CONFIG_KEY = "streamwidgetsModel"
 #: Where a site's model comes from, in the words of `Weights.describe()`.
 SITE_SOURCE = "this site"
 NO_SITE_MODEL = (
@@ -87,15 +92,24 @@ def site_model() -> Optional[SiteModel]:
     except ImportError:
         return None
     root = site_root(str(js.location.href))
+    try:
+        config = _get_json(js, root + "jupyter-lite.json")
+        manifest = config.get("jupyter-config-data", {}).get(CONFIG_KEY) if isinstance(config, dict) else None
+        if manifest != MANIFEST:
+            return None
+        return from_manifest(_get_json(js, root + MANIFEST), root, isolated=bool(js.crossOriginIsolated))
+    except (ValueError, AttributeError):
+        return None
+
+
+def _get_json(js: Any, url: str) -> Any:
+    """A file of the site, read synchronously (a worker may), as JSON; ValueError when it cannot be."""
     request = js.XMLHttpRequest.new()
-    request.open("GET", root + MANIFEST, False)
+    request.open("GET", url, False)
     try:
         request.send()
-    except Exception:  # a network error: the site cannot be read, so it has no model for us
-        return None
+    except Exception as exc:  # a network error: the site cannot be read
+        raise ValueError(f"{url}: {exc}") from None
     if int(request.status) != 200:
-        return None
-    try:
-        return from_manifest(json.loads(str(request.responseText)), root, isolated=bool(js.crossOriginIsolated))
-    except ValueError:
-        return None
+        raise ValueError(f"{url}: HTTP {request.status}")
+    return json.loads(str(request.responseText))
