@@ -199,7 +199,7 @@ class StreamRequest:
         missing = local_model_missing()
         if missing is not None:  # said before a thread is asked for (the browser has none)
             raise ImportError(missing)
-        if sys.platform == "emscripten" and self.weights is not None:
+        if sys.platform == "emscripten":  # the site's model, in this tab: nothing to start
             return replace(self, base_url=TAB_MODEL_BASE), False  # tools: none of the site's templates
         model = await anyio.to_thread.run_sync(lambda: local_model(self.weights), abandon_on_cancel=True)
         started = replace(self, base_url=model.base_url, api_key=Secret(model.key), model=model.model)

@@ -128,9 +128,7 @@ def in_page_transports() -> dict[str, Optional[httpx.AsyncBaseTransport]]:
     """The servers that live in this process, by the host their requests are addressed to (a
     name under `.invalid`, which no resolver answers): each a transport that answers in its API's
     own bytes, so that a client reads them as it reads any provider."""
-    from ..server.local import site_model
-
-    return {f"all://{IN_PROCESS_HOST}": InProcessTransport(), f"all://{TAB_MODEL_HOST}": TabModelTransport(site_model)}
+    return {f"all://{IN_PROCESS_HOST}": InProcessTransport(), f"all://{TAB_MODEL_HOST}": TabModelTransport()}
 
 
 class GulpTransport(httpx.AsyncBaseTransport):

@@ -82,18 +82,21 @@ async def load_wllama(model: SiteModel) -> Any:
 class TabModelTransport(httpx.AsyncBaseTransport):
     """Answers `POST .../chat/completions` from the model in this tab, as an event stream.
 
-    `site` says what the site ships (None: it ships no model); `load` loads it (wllama's
+    `site` says what the site ships (default: `server.local.site_model()`, None when it ships no
+    model); `load` loads it (default: `load_wllama`, wllama's
     `loadModelFromUrl`), once per kernel: the loaded model is kept on the class, for every
     client that the kernel makes."""
 
     _loaded: Optional[Any] = None
     _loading: Optional[anyio.Lock] = None
-    _busy: Optional[anyio.Lock] = None
+    #: One generation at a time; a semaphore, not a lock: the body that releases it may be closed
+    #: by another task than the one that sent the request.
+    _busy: Optional[anyio.Semaphore] = None
 
     def __init__(
         self,
-        site: Callable[[], Optional[SiteModel]],
-        load: Callable[[SiteModel], Awaitable[Any]] = load_wllama,
+        site: Optional[Callable[[], Optional[SiteModel]]] = None,
+        load: Optional[Callable[[SiteModel], Awaitable[Any]]] = None,
     ) -> None:
         self._site = site
         self._load = load
@@ -109,7 +112,7 @@ class TabModelTransport(httpx.AsyncBaseTransport):
             body = json.loads(await request.aread())
         except ValueError:
             return _error(request, 400, "the request's body is not JSON")
-        site = self._site()
+        site = self._site() if self._site is not None else _site_model()
         if site is None:
             return _error(request, 404, "this site ships no model")
         if body.get("stream") is not True:
@@ -117,7 +120,7 @@ class TabModelTransport(httpx.AsyncBaseTransport):
         params = {name: body[name] for name in _PASSED if name in body}
         if "max_tokens" not in params and isinstance(body.get("max_completion_tokens"), int):
             params["max_tokens"] = body["max_completion_tokens"]
-        busy = type(self)._busy = type(self)._busy or anyio.Lock()
+        busy = type(self)._busy = type(self)._busy or anyio.Semaphore(1)
         await busy.acquire()
         try:
             wllama = await self._model(site)
@@ -145,7 +148,7 @@ class TabModelTransport(httpx.AsyncBaseTransport):
         cls._loading = cls._loading or anyio.Lock()
         async with cls._loading:
             if cls._loaded is None:
-                cls._loaded = await self._load(site)
+                cls._loaded = await (self._load or load_wllama)(site)
             return cls._loaded
 
     @classmethod
@@ -157,10 +160,10 @@ class TabModelTransport(httpx.AsyncBaseTransport):
 class _Generation(httpx.AsyncByteStream):
     """wllama's chunks as `data:` lines, then `data: [DONE]`; closing it aborts the generation."""
 
-    def __init__(self, chunks: Any, controller: Any, busy: anyio.Lock, read_timeout: Optional[float]) -> None:
+    def __init__(self, chunks: Any, controller: Any, busy: anyio.Semaphore, read_timeout: Optional[float]) -> None:
         self._chunks = chunks
         self._controller = controller
-        self._busy: Optional[anyio.Lock] = busy
+        self._busy: Optional[anyio.Semaphore] = busy
         self._read_timeout = read_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -191,6 +194,13 @@ class _Generation(httpx.AsyncByteStream):
         if self._busy is not None:
             self._busy.release()
             self._busy = None
+
+
+def _site_model() -> Optional[SiteModel]:
+    """The model the site ships (`server.local.site_model`), looked up when a request comes."""
+    from ..server.local import site_model
+
+    return site_model()
 
 
 def _error(request: httpx.Request, status: int, message: str) -> httpx.Response:

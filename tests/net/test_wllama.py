@@ -191,7 +191,6 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
         return model
 
     monkeypatch.setattr("streamwidgets.net._wllama.load_wllama", load)
-    monkeypatch.setattr(TabModelTransport.__init__, "__defaults__", (load,))
     site_model.cache_clear()
     TabModelTransport.forget()
     yield Browser(js, model, loads)
@@ -286,7 +285,7 @@ def test_a_model_that_fails_to_load_is_an_error_in_words(browser: Browser, monke
     async def fails(site: Any) -> Any:
         raise JsException("CompileError", "WebAssembly.instantiate(): Memory64 is not supported")
 
-    monkeypatch.setattr(TabModelTransport.__init__, "__defaults__", (fails,))
+    monkeypatch.setattr("streamwidgets.net._wllama.load_wllama", fails)
     state = sw.run(_tab_request())
     assert state.status == "error" and state.error is not None and state.error.http_status == 500
     assert "the model in this tab failed: CompileError: WebAssembly.instantiate(): Memory64" in state.message
