@@ -254,13 +254,14 @@ def main() -> None:
     rows: dict[str, list[dict[str, Any]]] = {}
     for n in range(options.rounds):
         for part in parts:  # one round of each, in turn: all see the same load
-            if part == "desktop":
-                rows.setdefault("desktop (xllamacpp)", []).append(desktop_round())
-            else:
-                isolated = part == "tab2"
-                name = "tab, COOP/COEP (wllama)" if isolated else "tab (wllama)"
-                rows.setdefault(name, []).append(tab_round(site, isolated))
-            print(f"round {n + 1} {part}: {json.dumps(rows[list(rows)[-1]][-1], default=float)}", flush=True)
+            name = {"desktop": "desktop (xllamacpp)", "tab2": "tab, COOP/COEP (wllama)"}.get(part, "tab (wllama)")
+            try:
+                row = desktop_round() if part == "desktop" else tab_round(site, part == "tab2")
+            except Exception as exc:  # a part that fails is said, and the others still measured
+                print(f"round {n + 1} {part}: failed: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+                continue
+            rows.setdefault(name, []).append(row)
+            print(f"round {n + 1} {part}: {json.dumps(row, default=float)}", flush=True)
     text = table({name: median_row(r) for name, r in rows.items()})
     load = os.getloadavg()[0]
     text += f"\n\n{options.rounds} rounds, medians; load average {load:.2f} at the end; {os.cpu_count()} cores."
