@@ -363,6 +363,18 @@ def test_a_site_without_a_model_says_so_in_one_line_without_badge_or_retry(in_th
     assert XMLHttpRequest.asked == [ROOT + "jupyter-lite.json"]  # nothing the site lacks (no 404)
 
 
+def test_two_threads_only_on_an_isolated_page_of_a_machine_with_four_cores(browser: Browser) -> None:
+    browser.js.crossOriginIsolated = True  # type: ignore[attr-defined]
+    browser.js.navigator = types.SimpleNamespace(hardwareConcurrency=2)  # type: ignore[attr-defined]
+    assert site_model() is not None and site_model().threads == 1  # type: ignore[union-attr]
+    site_model.cache_clear()
+    browser.js.navigator.hardwareConcurrency = 8  # type: ignore[attr-defined]
+    assert site_model().threads == 2  # type: ignore[union-attr]
+    site_model.cache_clear()
+    browser.js.crossOriginIsolated = False  # type: ignore[attr-defined]
+    assert site_model().threads == 1  # type: ignore[union-attr]
+
+
 def test_a_manifest_that_names_a_file_outside_the_site_is_no_model(in_the_tab: Browser) -> None:
     outside = {**SMALL, "file": "https://elsewhere.example/model.gguf"}
     XMLHttpRequest.files = site_files(outside)

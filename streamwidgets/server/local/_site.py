@@ -50,7 +50,8 @@ class SiteModel:
     module_url: str
     wasm_url: str
     path: PurePosixPath
-    #: Threads for llama.cpp: 1, or 2 where the page is cross-origin isolated (COOP/COEP).
+    #: Threads for llama.cpp: 1, or 2 where the page is cross-origin isolated (COOP/COEP) and the
+    #: machine has 4 cores or more (`threads_for`).
     threads: int = 1
 
 
@@ -62,7 +63,14 @@ def site_root(href: str) -> str:
     return href.rsplit("/", 1)[0] + "/"
 
 
-def from_manifest(manifest: dict[str, Any], root: str, *, isolated: bool = False) -> SiteModel:
+def threads_for(isolated: bool, cores: int) -> int:
+    """Threads for the model in the tab: WebAssembly threads need a cross-origin isolated page, and
+    on a machine of 2 busy cores two threads were 13 times slower than one (benchmarks/README.md,
+    "The model in the JupyterLite tab"): two only from 4 cores up."""
+    return 2 if isolated and cores >= 4 else 1
+
+
+def from_manifest(manifest: dict[str, Any], root: str, *, threads: int = 1) -> SiteModel:
     """The manifest's model, its URLs under `root`; a manifest that is not the build's raises ValueError."""
     try:
         wllama = manifest["wllama"]
@@ -78,7 +86,7 @@ def from_manifest(manifest: dict[str, Any], root: str, *, isolated: bool = False
             module_url=root + files[1],
             wasm_url=root + files[2],
             path=PurePosixPath(files[0]),
-            threads=2 if isolated else 1,
+            threads=threads,
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"{MANIFEST} is not the build's manifest ({type(exc).__name__}: {exc})") from None
@@ -97,7 +105,9 @@ def site_model() -> Optional[SiteModel]:
         manifest = config.get("jupyter-config-data", {}).get(CONFIG_KEY) if isinstance(config, dict) else None
         if manifest != MANIFEST:
             return None
-        return from_manifest(_get_json(js, root + MANIFEST), root, isolated=bool(js.crossOriginIsolated))
+        cores = int(getattr(getattr(js, "navigator", None), "hardwareConcurrency", 1) or 1)
+        threads = threads_for(bool(js.crossOriginIsolated), cores)
+        return from_manifest(_get_json(js, root + MANIFEST), root, threads=threads)
     except (ValueError, AttributeError):
         return None
 
