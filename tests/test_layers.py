@@ -153,6 +153,82 @@ def test_the_checker_sees_an_upward_import():
     assert "streamwidgets.core._state" in [name for _, name in imported(inside, "from .._state import X\n")]
 
 
+def module_name(path: Path) -> str:
+    parts = ["streamwidgets", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_circles(folder: str, sources: dict[str, str] | None = None) -> list[list[str]]:
+    """The import circles among the modules of one folder (`net`, `widgets`...), each as its
+    modules' names, sorted: every import counts, lazy and type-only ones too (each is a
+    dependency, and a lazy one only hides a circle). `sources` gives texts in place of files
+    (a module name relative to the folder → its text), to test the checker."""
+    root = PACKAGE / folder
+    texts: dict[Path, str | None] = {path: None for path in root.rglob("*.py")}
+    for name, text in (sources or {}).items():
+        texts[root / f"{name}.py"] = text
+    names = {module_name(path): path for path in texts}
+    # The folder's `__init__` is its facade, above every module (it imports them all); `from . import
+    # _panes` names the package only to reach a module of it.
+    names.pop(module_name(root / "__init__.py"), None)
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        graph[name] = {target for _, target in imported(path, texts[path]) if target in names and target != name}
+    return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of a directed graph."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for after in sorted(graph[node]):
+            if after not in index:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in stack:
+                low[node] = min(low[node], index[after])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("folder", ["net", "widgets"])
+def test_no_import_circle_inside_a_folder(folder: str):
+    """A folder reads one way: no module imports, even lazily, one that imports it back (in
+    `widgets/`: pane specs and styles at the bottom, the front ends above them, the handle and the
+    cell bookkeeping above those)."""
+    assert import_circles(folder) == [], f"{folder}/ has import circles"
+
+
+def test_the_circle_check_sees_a_lazy_circle():
+    lazy = {"_probe_a": "def f():\n    from ._probe_b import x\n", "_probe_b": "from . import _probe_a\n"}
+    assert ["streamwidgets.net._probe_a", "streamwidgets.net._probe_b"] in import_circles("net", lazy)
+    typed = {"_probe_a": "if TYPE_CHECKING:\n    from ._probe_b import X\n", "_probe_b": "from ._probe_a import Y\n"}
+    assert import_circles("net", typed) != []
+    assert import_circles("net", {"_probe_a": "from ._request import X\n"}) == []
+    three = {"_cells": "def f():\n    from ._handle import running\n"}
+    assert any(
+        {"streamwidgets.widgets._cells", "streamwidgets.widgets._handle"} <= set(c)
+        for c in import_circles("widgets", three)
+    )
+
+
 def test_the_design_page_lists_every_module():
     """docs/design.md is the map: every module of every layer has its row (or its name in a
     shared row), so the map cannot fall behind the code unnoticed."""
@@ -226,56 +302,3 @@ def test_the_api_branch_check_sees_a_branch():
     assert api_branches(probe, "if request.api == 'messages':\n    pass\n") == ["line 1: request.api == 'messages'"]
     assert api_branches(probe, "x = dialect_name in ('chat', 'responses')\n") != []
     assert api_branches(probe, "if kind == 'chat':\n    pass\n") == []
-
-
-#: The folder whose modules must import each other in one direction only: pane specs and styles at
-#: the bottom, the front ends above them, the handle and the cell bookkeeping above those.
-ACYCLIC = PACKAGE / "widgets"
-
-
-def import_graph(folder: Path, sources: dict[str, str] | None = None) -> dict[str, set[str]]:
-    """Module stem -> the stems of the modules of `folder` it imports (lazily too, and under
-    `TYPE_CHECKING`). `sources` gives the text of some modules instead of the files (a probe)."""
-    texts = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.py") if p.name != "__init__.py"}
-    texts.update(sources or {})
-    prefix = ".".join(["streamwidgets", *folder.relative_to(PACKAGE).parts]) + "."
-    graph: dict[str, set[str]] = {}
-    for stem, text in texts.items():
-        targets = set()
-        for _, name in imported(folder / f"{stem}.py", text):
-            if name.startswith(prefix):
-                target = name[len(prefix) :].split(".")[0]
-                if target in texts and target != stem:
-                    targets.add(target)
-        graph[stem] = targets
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Every import circle of `graph`, once each (as the path from its first module back to it)."""
-    found: list[list[str]] = []
-    seen: set[frozenset[str]] = set()
-
-    def walk(path: list[str]) -> None:
-        for target in sorted(graph[path[-1]]):
-            if target == path[0]:
-                if frozenset(path) not in seen:
-                    seen.add(frozenset(path))
-                    found.append([*path, target])
-            elif target not in path and target > path[0]:  # each circle from its smallest module
-                walk([*path, target])
-
-    for start in sorted(graph):
-        walk([start])
-    return found
-
-
-def test_the_widgets_folder_has_no_import_circle():
-    assert cycles(import_graph(ACYCLIC)) == [], "modules of widgets/ import each other in a circle"
-
-
-def test_the_circle_check_sees_a_lazy_circle():
-    probe = {"_panes": "from ._view import StreamView\n", "_view": "def f():\n    from . import _panes\n"}
-    assert cycles(import_graph(ACYCLIC, probe)) == [["_panes", "_view", "_panes"]]
-    three = {"_cells": "def f():\n    from ._handle import running\n"}
-    assert ["_cells", "_handle", "_cells"] in cycles(import_graph(ACYCLIC, three))

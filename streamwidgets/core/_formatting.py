@@ -70,17 +70,22 @@ def script_note(script: Optional[str], hint: Optional[str] = LOCAL_EXTRA) -> Opt
 
 
 def local_note(
-    model: str, stand_in_for: Optional[str] = None, key_env: Optional[str] = None, *, small: bool = False
+    model: str,
+    stand_in_for: Optional[str] = None,
+    key_env: Optional[str] = None,
+    *,
+    small: bool = False,
+    where: str = "on this machine",
 ) -> str:
     """What to say when the local model answers, so that a class knows what it sees: `model` is
     the model, its size and where it came from (`Weights.describe()`); `stand_in_for` names the
     preset it answers for, when no key was found for it; `small` adds that a 135M model is often
-    wrong."""
+    wrong; `where` it runs (`Weights.where`: on this machine, or in this browser tab)."""
     why = ""
     if stand_in_for:
         why = f" (no {key_env} is set for {stand_in_for})" if key_env else f" (standing in for {stand_in_for})"
     caveat = ": a very small model, its answers are often wrong" if small else ": a small model, check what it says"
-    return f"{model} running on this machine{why}{caveat}."
+    return f"{model} running {where}{why}{caveat}."
 
 
 def local_no_tools(model: str) -> str:

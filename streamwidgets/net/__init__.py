@@ -6,7 +6,7 @@ decoding, retry before the first token, and recording. The client's side of ever
 from __future__ import annotations
 
 from ._conversation import Chat
-from ._inprocess import INPROCESS_ENV, InProcess
+from ._inprocess import INPROCESS_ENV
 from ._pipeline import Notify, PathLike, RunOptions, Stream, on_every_part, pump
 from ._reads import PAUSE, UNWATCHED_PAUSE, Pause
 from ._request import DEFAULT_STALL_TIMEOUT, Prompt, Secret, StreamRequest, make_request
@@ -24,7 +24,6 @@ __all__ = [
     "Live",
     "Replay",
     "Sdk",
-    "InProcess",
     "INPROCESS_ENV",
     "Labels",
     "as_source",

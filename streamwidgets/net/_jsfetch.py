@@ -166,7 +166,7 @@ async def _refusal(request: httpx.Request, headers: list[tuple[str, str]], exc: 
     answered, else no answer at all (said as a refused connection for a server on this machine)."""
     import js
 
-    from ._transport import is_loopback
+    from ._hosts import is_loopback
 
     words = _words(exc)
     if await _answers_opaquely(str(request.url)):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -48,9 +49,10 @@ from ..core import (
 from ..core.dialects import TOKEN_LIMIT_NAMES, CallResult, Dialect, asked_alternatives, check_logprobs, dialect_class
 from ._decode import ACCEPT_ENCODING
 from ._retry import DEFAULT_RETRIES, RetryPolicy
+from ._wllama import TAB_MODEL_BASE
 
 if TYPE_CHECKING:
-    from ..server.local import LocalModel, Weights
+    from ..server.local import Weights
 
 __all__ = ["Prompt", "Secret", "StreamRequest", "make_request", "DEFAULT_STALL_TIMEOUT", "OFFLINE_ENV"]
 
@@ -196,18 +198,24 @@ class StreamRequest:
         base_url = server.flavor_url(self.embedded) if self.embedded else server.base_url
         return replace(self, base_url=base_url)
 
-    async def started(self) -> tuple[StreamRequest, LocalModel]:
-        """This request with its address and key, the user's local model server found or started
-        (`local_model()`) in a worker thread, so that the event loop keeps drawing widgets while
-        the model loads. Raises `ImportError` (the install line) when the `[local]` extra is
-        missing, `LocalModelError` when no model file is found or the server does not start."""
+    async def started(self) -> tuple[StreamRequest, bool]:
+        """This request with its address, key and model file, and whether the model takes tools:
+        the user's local model server found or started (`local_model()`) in a worker thread, so
+        that the event loop keeps drawing widgets while the model loads — or, in the browser
+        (JupyterLite), the model the site ships, answered in this tab (`_wllama.py`: it loads on
+        the first request). Raises `ImportError` (the install line, or how to build a site with a
+        model) when the local model cannot run here, `LocalModelError` when no model file is
+        found or the server does not start."""
         from ..server import local_model, local_model_missing
 
         missing = local_model_missing()
         if missing is not None:  # said before a thread is asked for (the browser has none)
             raise ImportError(missing)
+        if sys.platform == "emscripten":  # the site's model, in this tab: nothing to start
+            return replace(self, base_url=TAB_MODEL_BASE), False  # tools: none of the site's templates
         model = await anyio.to_thread.run_sync(lambda: local_model(self.weights), abandon_on_cancel=True)
-        return replace(self, base_url=model.base_url, api_key=Secret(model.key), model=model.model), model
+        started = replace(self, base_url=model.base_url, api_key=Secret(model.key), model=model.model)
+        return replace(started, weights=model.weights), model.supports_tools
 
     def headers(self) -> dict[str, str]:
         dialect = self.dialect
@@ -375,6 +383,7 @@ def make_request(
                         None if preset.name == "demo" else preset.name,
                         preset.key_env,
                         small=not weights.class_quality,
+                        where=weights.where,
                     ),
                 )
                 model = None

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Optional
 from ..core import ErrorEvent, Item, RetryNote, spent
 
 if TYPE_CHECKING:
-    from ._sources import SourceContext
+    from ._context import SourceContext
 
 __all__ = ["DEFAULT_RETRIES", "RetryPolicy", "RetryNote", "retry_reason", "wait_hint", "retrying"]
 

@@ -16,9 +16,9 @@ its items go through it, and the feed loop decides what they become in the state
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
 import httpx
 
@@ -28,8 +28,6 @@ from ..core import (
     LIMIT_NAMES,
     RECORDING_ENDED,
     ErrorEvent,
-    Event,
-    Feed,
     Item,
     Limits,
     Origin,
@@ -37,22 +35,19 @@ from ..core import (
     Problem,
     Recording,
     Redactor,
-    RetryNote,
     Started,
     StreamState,
     as_recording,
     formatting,
 )
 from ..core.dialects import Normalizer
-from ._reads import PAUSE, Pause
-from ._recording import Recorder, paced, timed_items
+from ._context import SourceContext
+from ._inprocess import IN_PROCESS_BASE, in_process_base, in_process_reason, remember
+from ._recording import paced, timed_items
 from ._request import Prompt, StreamRequest, make_request
 from ._retry import RetryPolicy, retrying
 from ._sdk import sdk_error, sdk_items, sdk_provider
 from ._transport import http_client, response_items
-
-if TYPE_CHECKING:
-    from ..core.dialects import WholeBody
 
 __all__ = ["Source", "SourceContext", "Live", "heard_script", "Replay", "Sdk", "Labels", "as_source", "replay", "sdk"]
 
@@ -60,71 +55,6 @@ __all__ = ["Source", "SourceContext", "Live", "heard_script", "Replay", "Sdk", "
 TOOL_STEP_BREAK = "\n\n"
 #: The longest lesson label taken from the demo's `X-Demo-Script` header.
 SCRIPT_LABEL_CHARS = 60
-
-
-class SourceContext:
-    """What a source gets while it hands out its items: a small view of the part, never its feed.
-
-    A source reads through it the run's read pause (`pause`, for network reads: `_reads.Pacer`),
-    when the request was sent (`started_at`), and the dialect reader for a body that comes whole
-    (`read_whole_body`); and it reports what is no item: a retry's countdown (`retrying`, and
-    `restarted` when the next try is sent), a refused try's status and body for a recording
-    (`record_response`), events learned beside the items (`say`: the lesson the demo names in a
-    header), and that it reached its own end (`ended`: a reader such as an SDK may have
-    swallowed the terminator on the way). The feed loop (`_pipeline.pump`) makes one per part and
-    decides what each report becomes: the state's retry note, events folded before the next
-    item, the dialect's terminator (`Feed.implied_end`).
-    """
-
-    def __init__(self, feed: Feed, recorder: Optional[Recorder] = None, pause: Pause = PAUSE) -> None:
-        self._feed = feed
-        self._recorder = recorder
-        #: How long a network read may wait while the answer flows (the run's, `RunOptions.pause`).
-        self.pause = pause
-        self._said: list[Sequence[Event]] = []
-        #: The source reached its own end (`ended()`), not a break, a limit or a cancel.
-        self.reached_end = False
-
-    @property
-    def started_at(self) -> Optional[float]:
-        """When the request was sent, on the feed's clock (the first try's, until a retry sends
-        it again)."""
-        return self._feed.state.started_at
-
-    def retrying(self, note: RetryNote) -> None:
-        """A try was turned away and the next one waits (or begins): the countdown to show."""
-        self._feed.retrying(note)
-
-    def restarted(self) -> None:
-        """The next try is sent now: time to first token counts from here, and a recording forgets
-        the refused try."""
-        if self._recorder is not None:
-            self._recorder.restart()
-        self._feed.begin()
-
-    def record_response(self, status: int, body: bytes) -> None:
-        """The status and (redacted) body of a non-2xx answer, for a recording of the stream."""
-        if self._recorder is not None:
-            self._recorder.response(status, body)
-
-    def read_whole_body(self, body: bytes) -> WholeBody:
-        """A body that is no event stream (a whole JSON answer), read by the stream's dialect."""
-        return self._feed.normalizer.read_whole_body(body)
-
-    def say(self, *events: Event) -> None:
-        """Events the source learned beside its items (a response's headers): folded into the
-        state, and handed to a sink that takes events, before the next item."""
-        if events:
-            self._said.append(events)
-
-    def ended(self) -> None:
-        """The source ran out of items at its own end (an SDK stream that finished)."""
-        self.reached_end = True
-
-    def said(self) -> list[Sequence[Event]]:
-        """What `say()` was told since the last call (the feed loop takes it)."""
-        said, self._said = self._said, []
-        return said
 
 
 @dataclass(frozen=True)
@@ -254,32 +184,40 @@ class Live(Source):
             if request.embedded is not None
             else None,
         )
+        if request.local and request.weights is None and local_model_missing() is not None:
+            return replace(labels, note=None, badge=None)  # it cannot run here: the error's one line says so
         why = self.in_process()
         if why is None:
             return labels
-        from ._inprocess import with_note
-
-        return with_note(labels, why)
+        note = f"The scripted demo ran in-process: {why}."
+        return replace(labels, note=" ".join(n for n in (labels.note, note) if n))
 
     def in_process(self) -> Optional[str]:
         """Why the scripted demo answers in-process (no socket), None when it does not: known
         before the stream starts when the environment says so, or a start failed before."""
         request = self.request
-        if request.embedded is None or request.base_url is not None or request.local:
+        if request.embedded is None or request.local:
             return None
-        from ._inprocess import in_process_reason
-
-        return in_process_reason()
+        if request.base_url is not None and not request.base_url.startswith(IN_PROCESS_BASE):
+            return None
+        return in_process_reason() or "the embedded server could not open a socket"
 
     def normalizer(self) -> Normalizer:
         return Normalizer(self.request.api, self.request.provider, alternatives=self.request.alternatives)
 
-    def resolved(self) -> Source:
-        """The embedded provider started, or the demo in-process where no socket can be opened
-        (`_inprocess.resolve`, the one place that decides)."""
-        from ._inprocess import resolve
-
-        return resolve(self)
+    def resolved(self) -> Live:
+        """This source with its address: the embedded provider started, or — where no socket can
+        be opened — the demo's in-process address, which the client answers with no socket
+        (`_inprocess.InProcessTransport`). The one place that decides."""
+        request = self.request
+        if request.embedded is None or request.base_url is not None or request.local:
+            return self
+        if in_process_reason() is None:
+            try:
+                return Live(request.resolved())
+            except OSError as exc:  # binding refused (a locked-down hub), no loopback at all
+                remember(exc)
+        return Live(replace(request, base_url=in_process_base(request.embedded)))
 
     def stamp(self, state: StreamState) -> None:
         state.model = state.model or self.request.model
@@ -308,15 +246,15 @@ class Live(Source):
         request = self.request
         if request.local and request.base_url is None:
             try:
-                request, model = await request.started()  # the user's local model server, found or started
-            except (ImportError, RuntimeError) as exc:  # the extra is missing, or the model did not start
+                request, takes_tools = await request.started()  # the local model, found or started
+            except (ImportError, RuntimeError) as exc:  # it cannot run here, or it did not start
                 words = formatting.one_line(str(exc)).rstrip(".")
                 # no Retry for a model that cannot run here (`StreamState.can_continue`)
                 code = "local_model_missing" if isinstance(exc, ImportError) else "local_model_unavailable"
                 yield [ErrorEvent(f"{words[:1].upper()}{words[1:]}.", code)]
                 return
-            if (request.tools or "tools" in request.params) and not model.supports_tools:
-                yield [Problem(formatting.local_no_tools(model.weights.title))]
+            if (request.tools or "tools" in request.params) and not takes_tools and request.weights is not None:
+                yield [Problem(formatting.local_no_tools(request.weights.title))]
 
         heard = heard_script(context)
         async with http_client(request) as http:
@@ -534,6 +472,13 @@ def script_note(state: StreamState) -> Optional[str]:
     return formatting.script_note(state.script, real_answers_hint())
 
 
+def local_model_missing() -> Optional[str]:
+    """Why the local model cannot run here (`server.local_model_missing`), None when it can."""
+    from ..server import local_model_missing as missing
+
+    return missing()
+
+
 def local_note(request: StreamRequest) -> Optional[str]:
     """The note of an answer that the local model gives when asked for by name."""
     if not request.local:
@@ -543,7 +488,8 @@ def local_note(request: StreamRequest) -> Optional[str]:
 
         why = local_model_missing() or NO_WEIGHTS_MESSAGE
         return f"No local model answers here: {why}."
-    return formatting.local_note(request.weights.describe(), small=not request.weights.class_quality)
+    weights = request.weights
+    return formatting.local_note(weights.describe(), small=not weights.class_quality, where=weights.where)
 
 
 def provider_label(request: StreamRequest) -> str:

@@ -45,13 +45,16 @@ from ..core import (
 )
 from ..core.dialects import WHOLE_BODY_LIMIT
 from ._decode import UndecodableBody, decoded
+from ._hosts import is_loopback
+from ._inprocess import IN_PROCESS_HOST, InProcessTransport
 from ._jsfetch import CorsRefused, FetchTransport, Redirected
 from ._reads import GulpBackend, gulps
 from ._request import StreamRequest
 from ._retry import wait_hint
+from ._wllama import TAB_MODEL_HOST, TabModelTransport
 
 if TYPE_CHECKING:
-    from ._sources import SourceContext
+    from ._context import SourceContext
 
 __all__ = [
     "ERROR_BODY_LIMIT",
@@ -61,6 +64,8 @@ __all__ = [
     "gulp_client",
     "http_client",
     "http_error",
+    "in_page_transports",
+    "is_loopback",
     "response_items",
     "where",
 ]
@@ -95,9 +100,14 @@ def gulp_client(
     libraries' own extension points: httpx takes transports (`GulpTransport`, one per proxy), and
     httpcore's pools take a network backend. With `trust_env`, the proxies come from the
     environment as httpx reads them (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`).
-    In the browser (Pyodide) the browser's `fetch` is the connection (`_jsfetch.FetchTransport`)."""
+    In the browser (Pyodide) the browser's `fetch` is the connection (`_jsfetch.FetchTransport`).
+    A server that lives in this process answers its own host with no connection at all
+    (`in_page_transports`). The one place that picks a transport."""
+    in_page = in_page_transports()
     if sys.platform == "emscripten":
-        return httpx.AsyncClient(transport=FetchTransport(), timeout=timeout or httpx.Timeout(5.0), trust_env=False)
+        return httpx.AsyncClient(
+            transport=FetchTransport(), mounts=in_page, timeout=timeout or httpx.Timeout(5.0), trust_env=False
+        )
     context = verify if verify is not None else _tls(trust_env)
 
     def transport(via: Optional[str]) -> GulpTransport:
@@ -106,12 +116,20 @@ def gulp_client(
     mounts: dict[str, Optional[httpx.AsyncBaseTransport]] = {}
     if proxy is None and trust_env:
         mounts = {pattern: None if via is None else transport(via) for pattern, via in environment_proxies().items()}
+    mounts.update(in_page)
     return httpx.AsyncClient(
         transport=transport(proxy),
         mounts=mounts,
         timeout=timeout if timeout is not None else httpx.Timeout(5.0),
         trust_env=False,  # what it would read is read here: the proxies, and the CAs in `verify`
     )
+
+
+def in_page_transports() -> dict[str, Optional[httpx.AsyncBaseTransport]]:
+    """The servers that live in this process, by the host their requests are addressed to (a
+    name under `.invalid`, which no resolver answers): each a transport that answers in its API's
+    own bytes, so that a client reads them as it reads any provider."""
+    return {f"all://{IN_PROCESS_HOST}": InProcessTransport(), f"all://{TAB_MODEL_HOST}": TabModelTransport()}
 
 
 class GulpTransport(httpx.AsyncBaseTransport):
@@ -296,16 +314,6 @@ def _keys_out_of_the_logs(redactor: Redactor) -> Iterator[None]:
 def _tls(trust_env: bool) -> ssl.SSLContext:
     """The TLS context, made once: httpx loads every CA certificate for each new client (~30 ms of CPU)."""
     return httpx.create_ssl_context(trust_env=trust_env)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a host name is this machine (`localhost`, 127.0.0.0/8, ::1)."""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def where(request: StreamRequest) -> Where:

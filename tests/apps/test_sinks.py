@@ -414,8 +414,8 @@ def test_a_source_reports_through_its_context_and_its_own_end_stands_for_the_ter
 
 
 def test_the_transport_knows_no_provider_s_own_header():
-    """The demo's `X-Demo-Script` is read by the demo's sources (`heard_script`, which `Live` and
-    `InProcess` hand the headers to), not by the transport."""
+    """The demo's `X-Demo-Script` is read by the source (`heard_script`, which `Live` hands the
+    headers to, whichever transport answered: a socket, `fetch`, or in-process), not by the transport."""
     from streamwidgets.net import _sources, _transport
 
     assert "x-demo-script" not in inspect.getsource(_transport).lower()

