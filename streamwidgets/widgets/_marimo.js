@@ -97,7 +97,8 @@ function render({ model, el }) {
   const fromSnapshot = () =>
     inTurn(async () => {
       const snapshot = await unpack(model.get("snapshot"));
-      if (snapshot && typeof snapshot.seq === "number" && snapshot.seq >= seq) {
+      // One the page already shows (the final frame and the end's snapshot) is not drawn again.
+      if (snapshot && typeof snapshot.seq === "number" && snapshot.seq > seq) {
         for (const box of slots.values()) box.replaceChildren();
         for (const md of view.querySelectorAll("[data-sw-md]")) md.replaceChildren();
         apply(snapshot);

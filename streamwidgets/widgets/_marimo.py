@@ -62,7 +62,8 @@ ESM = Path(__file__).with_name("_marimo.js")
 #: What marimo wraps around one widget message (its `model-lifecycle` op), measured in marimo 0.25.
 ENVELOPE_BYTES = 180
 #: The scheduler's overhead budget (`Pace`): half the Jupyter view's, as a packed frame costs about
-#: half its JSON — so about as many frames a second as before packing, each carrying more.
+#: half its JSON — so a frame waits for the next about as long as in Jupyter (a long live tail
+#: pushes it back as much), and what that costs on the wire is halved.
 OVERHEAD_BYTES_PER_SECOND = Pace.overhead_bytes_per_second / 2
 #: The panes the marimo view does not draw: the token view (its hover cards are widgets of their own).
 NOT_IN_MARIMO = frozenset({"tokens"})

@@ -3,7 +3,8 @@
 `marimo run` serves a notebook as an app and `marimo edit` as an editor, each on 127.0.0.1 with
 no token, against the embedded provider; anywidget views render inside shadow roots, which
 Playwright's CSS selectors pierce. What the server saw of each stream (`demo_provider`'s
-connection records) proves that Cancel, and running a cell again, closed the connection.
+connection records) proves that Cancel, running a cell again and deleting it closed the
+connection. `marimo export html` writes a page that shows the final answer.
 
 marimo and anywidget (the `[marimo]` extra) are imported here on purpose: without them these
 tests fail.

@@ -1,7 +1,7 @@
 """The marimo view (`widgets/_marimo.py`): the frames it sends, read off a recording comm.
 
-Each frame is one custom message with a sequence number; the `snapshot` trait holds everything at
-once. `Page` reads them as `_marimo.js` does (a frame applies only on top of the one before it; a
+Each frame is one custom message with a sequence number (the rest packed in its buffer when that is
+smaller); the `snapshot` trait holds everything at once. `Page` reads them as `_marimo.js` does (a frame applies only on top of the one before it; a
 gap asks for the snapshot), so these tests check what a page ends up showing: the answer exactly
 as `render_markdown` renders it, every sealed block sent once, a late page caught up from the
 snapshot, and the final state in the widget's state. The browser runs the real module
@@ -99,7 +99,7 @@ class Page:
         self.asked = 0
 
     def snapshot(self, snapshot: dict[str, Any]) -> None:
-        if snapshot.get("seq", -1) < self.seq:
+        if snapshot.get("seq", -1) <= self.seq:  # one it already shows is not drawn again
             return
         self.panes, self.md = {}, {}
         self._apply(snapshot)
