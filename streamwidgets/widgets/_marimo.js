@@ -1,9 +1,12 @@
 // The marimo view of streamwidgets (widgets/_marimo.py): it places HTML that Python rendered and
 // sanitized, and sends clicks back. It never parses markdown.
 //
-// State: the `snapshot` trait (everything at sequence number `seq`, gzipped JSON); frames: custom messages
-// {seq, order?, panes?, md?, said?}. A frame applies only on top of the one before it; a gap
-// (a page that attached late or reconnected) asks Python for the snapshot and waits for it.
+// State: the `snapshot` trait (everything at sequence number `seq`); frames: custom messages
+// {seq, order?, panes?, md?, said?}, or {seq} whose one buffer packs the rest (JSON compressed with
+// raw deflate, as the snapshot is). A frame
+// applies only on top of the one before it; a gap (a page that attached late or reconnected) asks
+// Python for the snapshot and waits for it. Unpacking is asynchronous: frames and snapshots are
+// taken in turn, in the order they arrived.
 // SHEET, the view's stylesheet, is appended to this module by widgets/_marimo.py.
 
 const DARK = () =>
@@ -78,42 +81,45 @@ function render({ model, el }) {
     if (typeof frame.said === "string") said.firstChild.textContent = frame.said;
   };
 
-  // The snapshot is gzipped JSON: unpacked by the browser, while frames that arrive meanwhile wait.
-  let waiting = null;
   const unpack = async (value) => {
-    const bytes = value instanceof DataView ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : value;
-    if (!bytes || !bytes.byteLength) return null;
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    if (!value) return null;
+    const bytes = ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : value;
+    if (!bytes.byteLength) return null;
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
     return JSON.parse(await new Response(stream).text());
   };
 
-  const fromSnapshot = async () => {
-    const held = (waiting = waiting || []);
-    const snapshot = await unpack(model.get("snapshot"));
-    waiting = null;
-    if (snapshot && typeof snapshot.seq === "number" && snapshot.seq >= seq) {
-      for (const box of slots.values()) box.replaceChildren();
-      for (const md of view.querySelectorAll("[data-sw-md]")) md.replaceChildren();
-      apply(snapshot);
-      seq = snapshot.seq;
-      asked = false;
-    }
-    for (const frame of held) onFrame(frame);
+  let turn = Promise.resolve();
+  const inTurn = (task) => {
+    turn = turn.then(task).catch((error) => console.error("streamwidgets:", error));
   };
 
-  const onFrame = (frame) => {
-    if (waiting) return void waiting.push(frame);
-    if (!frame || typeof frame.seq !== "number" || frame.seq <= seq) return;
-    if (frame.seq !== seq + 1) {
-      if (!asked) {
-        asked = true;
-        model.send({ event: "resync" });
+  const fromSnapshot = () =>
+    inTurn(async () => {
+      const snapshot = await unpack(model.get("snapshot"));
+      // One the page already shows (the final frame and the end's snapshot) is not drawn again.
+      if (snapshot && typeof snapshot.seq === "number" && snapshot.seq > seq) {
+        for (const box of slots.values()) box.replaceChildren();
+        for (const md of view.querySelectorAll("[data-sw-md]")) md.replaceChildren();
+        apply(snapshot);
+        seq = snapshot.seq;
+        asked = false;
       }
-      return;
-    }
-    apply(frame);
-    seq = frame.seq;
-  };
+    });
+
+  const onFrame = (content, buffers) =>
+    inTurn(async () => {
+      if (!content || typeof content.seq !== "number" || content.seq <= seq) return;
+      if (content.seq !== seq + 1) {
+        if (!asked) {
+          asked = true;
+          model.send({ event: "resync" });
+        }
+        return;
+      }
+      apply(buffers && buffers.length ? await unpack(buffers[0]) : content);
+      seq = content.seq;
+    });
 
   const onClick = (event) => {
     const button = event.target.closest("[data-sw-act]");

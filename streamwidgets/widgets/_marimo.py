@@ -9,25 +9,27 @@ segments (markdown and math rendered and sanitized in Python: one renderer, one 
 guarantees). One small ES module (`_marimo.js`) places that HTML and sends clicks back; it never
 parses markdown.
 
-What the page receives, per frame, is one custom message with a sequence number: the panes whose
-HTML changed, and the markdown patches (`[start, segments]`: segments from `start` on are
-replaced) — so a sealed block crosses once and only the live tail is sent again. The `snapshot`
-trait holds everything at once, gzipped (the whole answer again: packed, it costs the page a sixth
-of that); it is set when the view is made, when a page asks for it (it saw a gap in the sequence:
-it attached late or reconnected) and with the final frame, so that a page opened later and a saved
-marimo notebook show the answer.
+What the page receives, per frame, is one custom message: its sequence number, and in a binary
+buffer the frame itself, compressed (`packed`; a frame too small to gain is sent as it is): the panes whose HTML changed, and the markdown
+patches (`[start, segments]`: segments from `start` on are replaced) — so a sealed block crosses
+once and only the live tail is sent again. Rendered HTML is repetitive (highlighted code, the same
+classes again and again) and JSON would escape every quote in it: packed, a frame costs about half
+its JSON even after marimo carries the buffer in base64. The `snapshot` trait holds everything at
+once, packed the same way; it is set when the view is made, when a page asks for it (it saw a gap
+in the sequence: it attached late or reconnected) and with the final frame, so that a page opened
+later, a saved session and an exported HTML page show the answer.
 
 Every marimo message carries about 180 bytes of envelope (`ENVELOPE_BYTES`), against Jupyter's
-~650: the cost each frame reports to the scheduler is counted with it.
+~650: the cost each frame reports to the scheduler is counted with it, and with base64's third.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gzip
 import itertools
 import json
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -59,6 +61,10 @@ __all__ = ["MarimoView", "marimo_view_for", "ESM", "ENVELOPE_BYTES", "widget_cla
 ESM = Path(__file__).with_name("_marimo.js")
 #: What marimo wraps around one widget message (its `model-lifecycle` op), measured in marimo 0.25.
 ENVELOPE_BYTES = 180
+#: The scheduler's overhead budget (`Pace`): half the Jupyter view's, as a packed frame costs about
+#: half its JSON — so a frame waits for the next about as long as in Jupyter (a long live tail
+#: pushes it back as much), and what that costs on the wire is halved.
+OVERHEAD_BYTES_PER_SECOND = Pace.overhead_bytes_per_second / 2
 #: The panes the marimo view does not draw: the token view (its hover cards are widgets of their own).
 NOT_IN_MARIMO = frozenset({"tokens"})
 
@@ -88,7 +94,7 @@ def widget_class() -> type:
     import traitlets
 
     class StreamWidget(anywidget.AnyWidget):
-        """The widget a marimo cell shows: its own rule (a `scale=`), its classes and its snapshot (gzipped
+        """The widget a marimo cell shows: its own rule (a `scale=`), its classes and its snapshot (packed
         JSON: the whole answer again, which the page needs only when it attaches or at the end)."""
 
         # The stylesheet rides with the code, which marimo serves over HTTP once per page (its
@@ -156,7 +162,7 @@ class MarimoView:
         badge: Optional[str] = None,
         max_fps: float = 20.0,
         slow_fps: float = 1.0,
-        overhead_bytes_per_second: float = Pace.overhead_bytes_per_second,
+        overhead_bytes_per_second: float = OVERHEAD_BYTES_PER_SECOND,
         scale: Optional[float] = None,
         sparkline: bool = True,
         clock: Callable[[], float] = time.monotonic,
@@ -345,14 +351,22 @@ class MarimoView:
         cost = NOTHING
         if message is not None:
             text = json.dumps(message, separators=(",", ":"))
-            self.widget.send(message)
-            cost = Cost(1, len(text) + ENVELOPE_BYTES, self._fresh)
+            seq = message.pop("seq")
+            data = packed(message)
+            wire = _base64(len(data))
+            if wire < len(text):  # a frame of a few characters is sent as it is
+                self.widget.send({"seq": seq}, buffers=[data])
+            else:
+                wire = len(text)
+                self.widget.send({**message, "seq": seq})
+            # The answer's share of the wire: its committed HTML's share of the frame.
+            cost = Cost(1, wire + ENVELOPE_BYTES, self._fresh * wire // len(text))
         if final and end and self._saved != self._seq:
             # The end stays in the widget's state: a page opened later, or the saved notebook, shows it.
             self._saved = self._seq
             snapshot = packed(self.snapshot())
             self.widget.snapshot = snapshot
-            cost += Cost(1, len(snapshot) * 4 // 3 + ENVELOPE_BYTES, 0)  # buffers travel in base64
+            cost += Cost(1, _base64(len(snapshot)) + ENVELOPE_BYTES, 0)
         self.sent += cost
         return cost
 
@@ -484,15 +498,21 @@ class MarimoView:
         return f"<MarimoView {self._state.phase} {self._state.text_length} chars, part {len(self._state.parts)}>"
 
 
-def packed(snapshot: dict[str, Any]) -> bytes:
-    """A snapshot as the widget holds it: gzipped JSON (the page unpacks it with the browser's own
-    `DecompressionStream`): rendered HTML shrinks about sixfold."""
-    return gzip.compress(json.dumps(snapshot, separators=(",", ":")).encode(), mtime=0)
+def packed(data: dict[str, Any]) -> bytes:
+    """A frame or a snapshot as it crosses: its JSON, compressed with raw deflate (the page unpacks
+    it with the browser's own `DecompressionStream("deflate-raw")`)."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return deflate.compress(json.dumps(data, separators=(",", ":")).encode()) + deflate.flush()
 
 
 def unpacked(data: bytes) -> dict[str, Any]:
-    """A snapshot from the widget's state (`packed`'s inverse)."""
-    return dict(json.loads(gzip.decompress(data)))
+    """A frame or a snapshot from what crossed (`packed`'s inverse)."""
+    return dict(json.loads(zlib.decompress(data, -15)))
+
+
+def _base64(size: int) -> int:
+    """The characters `size` bytes take in base64, as marimo carries binary buffers."""
+    return (size + 2) // 3 * 4
 
 
 def _choose(answer: Any, run: bool) -> None:

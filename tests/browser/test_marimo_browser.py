@@ -3,7 +3,8 @@
 `marimo run` serves a notebook as an app and `marimo edit` as an editor, each on 127.0.0.1 with
 no token, against the embedded provider; anywidget views render inside shadow roots, which
 Playwright's CSS selectors pierce. What the server saw of each stream (`demo_provider`'s
-connection records) proves that Cancel, and running a cell again, closed the connection.
+connection records) proves that Cancel, running a cell again and deleting it closed the
+connection. `marimo export html` writes a page that shows the final answer.
 
 marimo and anywidget (the `[marimo]` extra) are imported here on purpose: without them these
 tests fail.
@@ -17,15 +18,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import anywidget  # noqa: F401  (the [marimo] extra: missing, the module fails to load)
-import marimo  # noqa: F401
+import marimo
 import pytest
 from conftest import DemoProvider, offline_env, stop
 from notebook_driver import ARTIFACTS
 from support.http import free_port, wait_for_http
+
+import streamwidgets as sw
 
 pytestmark = pytest.mark.browser
 
@@ -285,6 +289,36 @@ def test_marimo_edit_rerunning_a_cell_cancels_its_stream_and_only_the_new_one_wr
         page.close()
 
 
+def test_marimo_edit_deleting_a_cell_cancels_its_stream(
+    browser: Any, workdir: Path, demo_provider: DemoProvider, serve: Callable[[str, Path], str]
+) -> None:
+    before = {c["id"] for c in demo_provider.connections()}
+    path = notebook(
+        workdir / "marimo_delete.py",
+        demo_provider.base_url,
+        {"doomed_cell": '    sw.show("Tell me about asyncio", model="demo-stall", base_url=BASE)'},
+    )
+    url = serve("edit", path)
+    page = browser.new_page()
+    try:
+        page.goto(url)
+        run_cell(page, "imports")
+        wait_until(lambda: not stale(page, "imports"), 60, "the imports")
+        run_cell(page, "doomed_cell")
+        wait_until(lambda: answer_length(page, "demo-stall") > 20, 60, "the stream's words")
+        mine = [c for c in demo_provider.connections() if c["id"] not in before]
+        assert [c["outcome"] for c in mine] == ["open"]  # it still streams (the stall scenario never ends)
+        # Delete the cell through its actions menu (the cell has finished: the stream runs on its own).
+        cell = page.locator('[data-cell-name="doomed_cell"]').first
+        cell.hover()
+        cell.locator('[data-testid="cell-actions-button"]').first.click()
+        page.get_by_role("option", name="Delete").or_(page.get_by_role("menuitem", name="Delete")).first.click()
+        wait_until(lambda: page.locator('[data-cell-name="doomed_cell"]').count() == 0, 15, "the cell to go")
+        assert outcome(demo_provider, before, "demo-stall", timeout=15) == ["client_disconnected"]
+    finally:
+        page.close()
+
+
 def test_the_marimo_quickstart_runs_as_an_app(browser: Any, workdir: Path, serve: Callable[[str, Path], str]) -> None:
     """notebooks/01_quickstart_marimo.py under `marimo run`: both answers stream from the embedded
     provider the notebook starts itself, and its last cell says they completed."""
@@ -311,5 +345,90 @@ def test_the_marimo_quickstart_runs_as_an_app(browser: Any, workdir: Path, serve
         page.evaluate("() => document.body.classList.remove('dark', 'dark-theme')")
         page.screenshot(path=str(ARTIFACTS / "marimo-quickstart.png"))
         page.locator(".sw-view").first.screenshot(path=str(ARTIFACTS / "marimo-quickstart-view.png"))
+    finally:
+        page.close()
+
+
+EXPORTED = """import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def imports():
+    import streamwidgets as sw
+
+    return (sw,)
+
+
+@app.cell
+def stream_cell(sw):
+    answer = sw.show("What is a closure?", model="demo-reasoning", base_url={base!r})
+    answer
+    return (answer,)
+
+
+@app.cell
+async def wait_cell(answer):
+    state = await answer
+    state.status
+    return
+"""
+
+
+def test_a_marimo_html_export_shows_the_final_answer(browser: Any, workdir: Path, demo_provider: DemoProvider) -> None:
+    """`marimo export html` runs the notebook and writes, beside each cell's output, the state of
+    its widgets (marimo merges their updates): the final frame's snapshot is in it, and the page
+    shows the whole answer from it. marimo's page loads marimo's own front end from a CDN; here it
+    comes from the installed marimo (the same version's files), and every other request that is not
+    a file is refused — the answer itself needs nothing else."""
+    path = workdir / "marimo_export.py"
+    path.write_text(EXPORTED.format(base=demo_provider.base_url), encoding="utf-8")
+    html = workdir / "marimo_export.html"
+    env = offline_env()
+    env.update(
+        XDG_CONFIG_HOME=str(workdir / "marimo-config"),
+        MARIMO_SKIP_UPDATE_CHECK="1",
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "marimo", "export", "html", str(path), "-o", str(html)],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and html.exists(), done.stdout + done.stderr
+    with ThreadPoolExecutor(1) as pool:  # the same scripted answer (Playwright's loop runs in this thread)
+        state = pool.submit(sw.run, "What is a closure?", model="demo-reasoning", base_url=demo_provider.base_url)
+        expected = state.result()
+    static = Path(marimo.__file__).parent / "_static"
+    frontend = f"/@marimo-team/frontend@{marimo.__version__}/dist/"
+    refused: list[str] = []
+
+    def offline(route: Any) -> None:
+        url = route.request.url
+        if url.startswith("file://"):
+            route.continue_()
+        elif frontend in url and (static / url.split(frontend, 1)[1].split("?")[0]).is_file():
+            route.fulfill(path=static / url.split(frontend, 1)[1].split("?")[0])
+        else:
+            refused.append(url)
+            route.abort()
+
+    page = browser.new_page()
+    try:
+        page.route("**/*", offline)
+        page.goto(html.as_uri())
+        answer = page.locator(".sw-view .sw-answer")
+        wait_until(lambda: answer.count() == 1 and len(answer.text_content() or "") > 200, 60, "the exported answer")
+        last = expected.text.strip().splitlines()[-1].replace("`", "").split(". ")[-1]
+        assert last.strip() and last.strip() in (answer.text_content() or "")
+        status = page.locator(".sw-view .sw-status").text_content() or ""
+        assert status.startswith("done"), status
+        assert "sw-ended" in (page.locator(".sw-view .sw-answer-box").get_attribute("class") or "")
+        assert page.locator(".sw-view .sw-cancel.sw-hidden").count() == 1  # nothing left to cancel
+        page.screenshot(path=str(ARTIFACTS / "marimo-export.png"), full_page=True)
     finally:
         page.close()
