@@ -4,11 +4,14 @@
 venv, installs the demo (pip's cache in test-artifacts, warm after the first run) and streams the
 quickstart's answer. Nothing is installed system-wide and nothing outside test-artifacts changes.
 
-Root runs it (to switch to `nobody` with `runuser`); it fails, never skips, elsewhere.
+Root runs it (to switch to `nobody` with `runuser`); it fails, never skips, elsewhere. The same
+clone runs on the oldest Python the package supports (3.10, pyenv's on the project's machines),
+where the demo and the widgets must import and run as on the newest.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -23,6 +26,58 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "fresh-clone"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 USER = "nobody"
+#: The oldest Python the package supports (pyproject's requires-python), as pyenv installs it.
+OLDEST = "3.10"
+
+
+def oldest_python() -> Path:
+    root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    found = sorted(glob.glob(f"{root}/versions/{OLDEST}.*/bin/python3"))
+    assert found, f"no Python {OLDEST} under {root}/versions (pyenv install {OLDEST})"
+    return Path(found[-1])
+
+
+def test_a_fresh_clone_runs_the_demo_and_the_widgets_on_the_oldest_python_it_supports():
+    python = oldest_python()
+    folder = ARTIFACTS / f"python-{OLDEST}"
+    repo, home = folder / "repo", folder / "home"
+    shutil.rmtree(folder, ignore_errors=True)
+    home.mkdir(parents=True)
+    (ARTIFACTS / "pip-cache").mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "--quiet", commit.stdout.strip()], check=True)
+    env = {
+        "PATH": f"{python.parent}:/usr/bin:/bin",
+        "HOME": str(home),
+        "PIP_CACHE_DIR": str(ARTIFACTS / "pip-cache"),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    }
+    run = subprocess.run(["scripts/demo", "--headless"], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    (folder / "demo.log").write_text(run.stdout + run.stderr)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert "[done · " in run.stdout, run.stdout[-2000:]
+    # The widgets and the renderer (highlighted code reads Python's own regex internals, named
+    # otherwise before 3.11) on that Python: a finished answer's view, its saved HTML.
+    check = """
+import sys
+from streamwidgets.core import StreamState
+from streamwidgets.core._events import Finish, Terminator, TextDelta
+from streamwidgets.widgets import StreamView
+from streamwidgets.widgets._fallback import final_bundle
+state = StreamState(model="m")
+state.begin(0.0)
+for event in (TextDelta("Code:\\n\\n```python\\nprint('hi')  # a comment\\n```\\n"), Finish("stop"), Terminator()):
+    state.apply(event, 0.1)
+state.close(now=0.2)
+view = StreamView(state, model="m")
+html = final_bundle(view, "m", widget=False)["text/html"]
+assert "print" in html and "comment" in html, html
+print(sys.version.split()[0], "ok")
+"""
+    made = subprocess.run([str(repo / ".venv/bin/python"), "-c", check], env=env, capture_output=True, text=True)
+    assert made.returncode == 0 and made.stdout.startswith(OLDEST), made.stdout + made.stderr
 
 
 def test_a_fresh_clone_runs_the_headless_demo_as_a_user_with_the_systems_python_and_no_root():
