@@ -178,6 +178,15 @@ async def _refusal(request: httpx.Request, headers: list[tuple[str, str]], exc: 
             f"the browser does not let a page served over https reach an http:// address ({words}); "
             "the server must be reached over https"
         )
+    page = str(js.location.origin)
+    if bool(getattr(js, "crossOriginIsolated", False)) and f"{url.scheme}://{url.netloc.decode()}" != page:
+        # Under `Cross-Origin-Embedder-Policy` the opaque probe fails at any server that sends no
+        # `Cross-Origin-Resource-Policy`, up or not: a refusal and a dead server look the same.
+        return httpx.ConnectError(
+            f"the browser's request failed ({words}): the server refuses this page or cannot be reached, and on "
+            "this site the browser does not say which (its pages are cross-origin isolated: COOP/COEP headers); "
+            f"a server that is up must allow the origin {page} (CORS)"
+        )
     if is_loopback(url.host):
         return httpx.ConnectError(f"connection refused: the browser's request failed ({words})")
     return httpx.ConnectError(

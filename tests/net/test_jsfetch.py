@@ -139,3 +139,31 @@ def test_a_redirect_in_the_browser_keeps_the_key_home_and_is_worded_as_on_cpytho
     same = "streamwidgets does not follow redirects (your key would go along): if that address is right, use it as the base_url."
     assert browser.error.message.endswith(same) and native.error.message.endswith(same)
     assert key not in browser.message
+
+
+class _FailingBrowser(_Browser):
+    """A browser whose every `fetch` fails as a CORS refusal and a dead server both do (the page
+    is told only "Failed to fetch")."""
+
+    async def fetch(self, url: str, init: dict[str, Any]) -> Any:
+        raise self.JsException("TypeError", "Failed to fetch")
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_a_failed_fetch_is_worded_for_what_the_page_can_know(in_the_browser, monkeypatch, isolated: bool):
+    """Where the page is cross-origin isolated (COOP/COEP, which two threads of the tab's model
+    need), the opaque probe fails at a server that is up as at one that is down: the words say
+    that either may be the case and what a server that is up must allow, instead of "down"."""
+    browser = _FailingBrowser("https://course.example.edu")
+    browser.crossOriginIsolated = isolated  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "js", browser)
+    ask = {"provider": "openai", "base_url": "https://llm.example.edu/v1", "api_key": "sk-x", "model": "m"}
+    state = sw.run("hi", retries=0, **ask)
+    assert state.status == "error"
+    message = state.error.message
+    if isolated:
+        assert "refuses this page or cannot be reached" in message and "cross-origin isolated" in message
+        assert "allow the origin https://course.example.edu (CORS)" in message and "may be down" not in message
+    else:
+        assert "may be down" in message and "isolated" not in message
+    assert "sk-x" not in message
