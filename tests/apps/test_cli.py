@@ -27,6 +27,7 @@ import pytest
 from support.http import free_port, wait_for_http
 
 from streamwidgets.core._providers import PROVIDERS
+from streamwidgets.server.local import base_url
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -560,9 +561,13 @@ def test_serve_local_runs_one_model_for_a_class_with_a_key_kept_in_a_file(tmp_pa
         cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        base = f"http://127.0.0.1:{port}"
-        wait_for_http(f"{base}/health", 60, process)
+        base = base_url(port).removesuffix("/v1")  # every route under /local, /health too, wants the key
+        deadline = time.monotonic() + 30
+        while not key_file.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
         key = key_file.read_text().strip()
+        wait_for_http(f"{base}/health", 60, process, key=key)
+        assert httpx.get(f"{base}/health").status_code == 401  # without the key: nothing, not even "ok"
         assert len(key) >= 16 and stat.S_IMODE(key_file.stat().st_mode) == 0o600
         body = {"model": "any", "messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 8}
         assert httpx.post(f"{base}/v1/chat/completions", json=body, timeout=60).status_code == 401
@@ -573,7 +578,7 @@ def test_serve_local_runs_one_model_for_a_class_with_a_key_kept_in_a_file(tmp_pa
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0
         out = process.stdout.read() if process.stdout else ""
-        assert f"for 3 students on http://127.0.0.1:{port}/v1" in out and key not in out
+        assert f"for 3 students on http://127.0.0.1:{port}/local/v1" in out and key not in out
     finally:
         if process.poll() is None:
             process.kill()
