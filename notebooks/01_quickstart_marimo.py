@@ -13,7 +13,7 @@ def intro(mo):
         `streamwidgets` shows an LLM answer while it is being written: rendered markdown, the
         model's reasoning, the sources it cites, its tool calls, a usage meter, and a **Cancel**
         button that really closes the connection. In marimo the same `sw.show()` draws into a small
-        anywidget (install `streamwidgets[marimo]`).
+        anywidget (install `.[marimo]` from a checkout of streamwidgets).
 
         No API key is needed to follow along. Without one, answers come from the *embedded
         provider*: a small server that this notebook starts on 127.0.0.1 and that streams
