@@ -19,7 +19,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -37,17 +36,6 @@ from streamwidgets.server.local._state import ServerState, proven
 
 ROOT = Path(__file__).resolve().parents[3]
 NOBODY = pwd.getpwnam("nobody")
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    """A folder of the test's own under test-artifacts/ (removed after)."""
-    (ROOT / "test-artifacts").mkdir(exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="local-manager-", dir=ROOT / "test-artifacts"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def one_line(exc: BaseException) -> str:

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,16 +25,6 @@ from streamwidgets.server.local import base_url
 pytestmark = pytest.mark.local
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    (ROOT / "test-artifacts").mkdir(exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="serve-local-", dir=ROOT / "test-artifacts"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def free_port() -> int:
