@@ -82,6 +82,24 @@ def last_sentence(text: str) -> str:
     return text.strip().splitlines()[-1].replace("`", "").split(". ")[-1]
 
 
+def open_offline(page: Any, html: Path) -> list[str]:
+    """Open the exported page from `file://` with every other request refused; the refused URLs
+    (filled as the page asks) are returned."""
+    refused: list[str] = []
+
+    def offline(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", offline)
+    page.goto(html.as_uri())
+    page.wait_for_load_state("load")
+    return refused
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory, demo_server: DemoServer) -> tuple[Any, Path]:
     """The notebook executed by nbclient and saved, and its HTML as `jupyter nbconvert --to html` writes it."""
@@ -130,19 +148,8 @@ def test_the_exported_page_shows_every_answer_offline(exported: tuple[Any, Path]
     assert closure.reasoning and photosynthesis.citations and weather.text
 
     page = browser.new_page()
-    refused: list[str] = []
-
-    def offline(route: Any) -> None:
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
     try:
-        page.route("**/*", offline)
-        page.goto(html.as_uri())
-        page.wait_for_load_state("load")
+        refused = open_offline(page, html)
         page.wait_for_timeout(500)  # the widget manager's loader runs at DOMContentLoaded, and fails
         assert any("html-manager" in url for url in refused), refused  # it could not load
 
@@ -224,19 +231,8 @@ def test_a_shipped_notebook_keeps_every_view_placed_compared_or_chatted_offline(
     assert f'<script type="{WIDGET_MIMETYPE}">' not in source  # nothing left for a widget manager to draw
 
     page = browser.new_page()
-    refused: list[str] = []
-
-    def offline(route: Any) -> None:
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
     try:
-        page.route("**/*", offline)
-        page.goto(html.as_uri())
-        page.wait_for_load_state("load")
+        refused = open_offline(page, html)
         page.wait_for_timeout(500)
         shown = page.locator(".jp-OutputArea-output .sw-static:not(.sw-log-report)")  # the class log is no answer
         assert shown.count() == answers
