@@ -171,6 +171,26 @@ def text_of(outputs: list[dict[str, Any]]) -> str:
     return "".join(o["text"] for o in outputs if o["output_type"] == "stream" and o["name"] == "stdout")
 
 
+def open_notebook(page: Any, url: str, path: str) -> float:
+    """Open `path` in the site at `url` and wait until its Pyodide kernel is connected and idle
+    (the toolbar says idle before a kernel is there); the seconds that took."""
+    started = time.monotonic()
+    page.goto(f"{url}/lab/index.html?path={path}")
+    page.wait_for_function(
+        """(path) => {
+            const app = window.jupyterapp;
+            const w = app && app.shell.currentWidget;
+            if (!w || !w.context || w.context.path !== path || !w.sessionContext) return false;
+            const k = w.sessionContext.session && w.sessionContext.session.kernel;
+            return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
+        }""",
+        arg=path,
+        timeout=SLOW * 2 * 1000,
+        polling=200,
+    )
+    return time.monotonic() - started
+
+
 @pytest.fixture(scope="module")
 def lite(browser: Any, lite_url: str) -> Iterator[LitePage]:
     page = browser.new_page()
@@ -191,22 +211,8 @@ def lite(browser: Any, lite_url: str) -> Iterator[LitePage]:
     page.on(
         "response", lambda r: r.status >= 400 and r.url.startswith(site) and lite.missing.append(f"{r.status} {r.url}")
     )
-    started = time.monotonic()
     try:
-        page.goto(f"{lite_url}/lab/index.html?path={NOTEBOOK}")
-        page.wait_for_function(
-            """(path) => {
-                const app = window.jupyterapp;
-                const w = app && app.shell.currentWidget;
-                if (!w || !w.context || w.context.path !== path || !w.sessionContext) return false;
-                const k = w.sessionContext.session && w.sessionContext.session.kernel;
-                return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
-            }""",
-            arg=NOTEBOOK,
-            timeout=SLOW * 2 * 1000,
-            polling=200,
-        )
-        lite.boot = time.monotonic() - started
+        lite.boot = open_notebook(page, lite_url, NOTEBOOK)
         print(f"JupyterLite: page open to Pyodide kernel idle in {lite.boot:.1f} s")
         yield lite
     finally:

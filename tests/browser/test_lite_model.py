@@ -37,6 +37,7 @@ from test_lite import (
     inputs_digest,
     last_answer_length,
     last_view_text,
+    open_notebook,
     text_of,
     wait_last_status,
 )
@@ -102,24 +103,6 @@ def site_url(model_site: Path) -> Iterator[tuple[str, list[int]]]:
         server.server_close()
 
 
-def _open(page: Any, url: str, path: str, lite: LitePage) -> float:
-    started = time.monotonic()
-    page.goto(f"{url}/lab/index.html?path={path}")
-    page.wait_for_function(
-        """(path) => {
-            const app = window.jupyterapp;
-            const w = app && app.shell.currentWidget;
-            if (!w || !w.context || w.context.path !== path || !w.sessionContext) return false;
-            const k = w.sessionContext.session && w.sessionContext.session.kernel;
-            return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
-        }""",
-        arg=path,
-        timeout=SLOW * 2 * 1000,
-        polling=200,
-    )
-    return time.monotonic() - started
-
-
 @pytest.fixture(scope="module")
 def tab(browser: Any, site_url: tuple[str, list[int]]) -> Iterator[LitePage]:
     url, _ = site_url
@@ -136,7 +119,7 @@ def tab(browser: Any, site_url: tuple[str, list[int]]) -> Iterator[LitePage]:
     browser.route("**/*", guard)
     page.on("response", lambda r: r.status >= 400 and lite.missing.append(f"{r.status} {r.url}"))
     try:
-        lite.boot = _open(page, url, NOTEBOOK, lite)
+        lite.boot = open_notebook(page, url, NOTEBOOK)
         print(f"JupyterLite with a model: page open to Pyodide kernel idle in {lite.boot:.1f} s")
         yield lite
     finally:
@@ -210,7 +193,7 @@ def test_notebook_09_runs_all_on_the_model_in_the_tab(tab: LitePage) -> None:
 def test_a_reload_loads_the_model_from_the_browser_not_the_site(tab: LitePage, site_url: tuple[str, list[int]]) -> None:
     url, sent = site_url
     before = sum(sent)
-    boot = _open(tab.page, url, NOTEBOOK, tab)
+    boot = open_notebook(tab.page, url, NOTEBOOK)
     tab.run_cell("import streamwidgets as sw")
     took = _answer(tab, "What is a cloud?", max_tokens="30")
     downloaded = sum(sent) - before
