@@ -18,7 +18,7 @@ from ..core import StreamState
 from ._sync import Parts, opened, set_traits, visible_classes
 from ._traffic import Cost
 
-__all__ = ["Controls", "CSS", "CONTINUE", "RETRY"]
+__all__ = ["Buttons", "Controls", "CSS", "CONTINUE", "RETRY"]
 
 #: The pane's rules in the view's stylesheet (`_sheet.stylesheet`), with why in comments.
 CSS = """
@@ -34,7 +34,25 @@ CONTINUE = ("Continue", "Ask the model to go on from where the answer stopped")
 RETRY = ("Retry", "Send the same request again")
 
 
-class Controls:
+class Buttons:
+    """What Cancel and Continue call, and when Continue is offered: one rule for both front ends
+    (`Controls` in the Jupyter view, `MarimoView` in marimo)."""
+
+    _on_cancel: Optional[Callable[[], object]] = None
+    _on_continue: Optional[Callable[[], object]] = None
+
+    def on_cancel(self, callback: Optional[Callable[[], object]]) -> None:
+        self._on_cancel = callback
+
+    def on_continue(self, callback: Optional[Callable[[], object]]) -> None:
+        self._on_continue = callback
+
+    def offers(self, state: StreamState) -> bool:
+        """Continue (or Retry) is offered: `state` ended short and someone can start the next part."""
+        return self._on_continue is not None and state.can_continue
+
+
+class Controls(Buttons):
     def __init__(self, parts: Parts) -> None:
         self._parts = parts
         # It starts out as a live stream's first frame shows it (whoever streams sets `on_cancel`
@@ -52,16 +70,6 @@ class Controls:
         """The buttons that exist, in their order in the header row."""
         button = self.continue_button
         return (self.cancel_button,) if button is None else (self.cancel_button, button)
-
-    def on_cancel(self, callback: Optional[Callable[[], object]]) -> None:
-        self._on_cancel = callback
-
-    def on_continue(self, callback: Optional[Callable[[], object]]) -> None:
-        self._on_continue = callback
-
-    def offers(self, state: StreamState) -> bool:
-        """Continue (or Retry) is offered: `state` ended short and someone can start the next part."""
-        return self._on_continue is not None and state.can_continue
 
     def draw(self, state: StreamState, now: float, final: bool) -> Cost:
         active = not state.done and self._on_cancel is not None

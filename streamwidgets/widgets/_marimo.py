@@ -41,7 +41,7 @@ from ..markdown import MARKDOWN_CLASS, IncrementalMarkdown, Patch, escape_html
 from ..net import Labels, Source, script_note
 from . import _panes
 from ._citations import citations_html
-from ._controls import CONTINUE, RETRY
+from ._controls import CONTINUE, RETRY, Buttons
 from ._defaults import view_defaults
 from ._header import announcement, header_html
 from ._panes import CHANGES, FRAMES, SLOW, Rate
@@ -141,7 +141,7 @@ class _Markdown:
         return [start, self.segments[start:]], fresh
 
 
-class MarimoView:
+class MarimoView(Buttons):
     """The panes of one answer in one anywidget (`widget`); see the module's docstring.
 
     It takes `StreamView`'s keywords and speaks the same protocols: the scheduler's (`pace`,
@@ -223,16 +223,6 @@ class MarimoView:
         self._shown_version = -1
         self._shown_phase = None
         self._markdown["answer"].finished = self._markdown["reasoning"].finished = False
-
-    def on_cancel(self, callback: Optional[Callable[[], object]]) -> None:
-        self._on_cancel = callback
-
-    def on_continue(self, callback: Optional[Callable[[], object]]) -> None:
-        self._on_continue = callback
-
-    def offers(self, state: StreamState) -> bool:
-        """Continue (or Retry) is offered: `state` ended short and someone can start the next part."""
-        return self._on_continue is not None and state.can_continue
 
     async def confirm(self, call: ToolCall) -> bool:
         """Ask under the cards whether to run `call`: True when Run is clicked, False for Skip."""
